@@ -1,0 +1,17 @@
+# Sourced by bin/start and bin/test: make .venv and install a requirements file into it, once per
+# change of that file (a stamp of its hash lives inside the venv).
+ongrid_venv() {
+  local reqs="$1"
+  local py="${PYTHON:-python3}"
+  if [ ! -x .venv/bin/python ]; then
+    "$py" -m venv .venv
+  fi
+  local want have stamp=".venv/.ongrid-$(basename "$reqs").sha256"
+  want=$(cat "$reqs" requirements.txt | sha256sum | cut -d' ' -f1)
+  have=$(cat "$stamp" 2>/dev/null || true)
+  if [ "$want" != "$have" ]; then
+    echo "Installing Python packages from $reqs ..."
+    .venv/bin/pip install --quiet --disable-pip-version-check -r "$reqs"
+    echo "$want" > "$stamp"
+  fi
+}

@@ -1,0 +1,100 @@
+from django.conf import settings
+from django.db import models
+
+from ops_app.tenancy import TenantModel
+
+
+class SessionKind(models.TextChoices):
+    USER = "user", "User chat"
+    WORK = "work", "Worker task"
+    INVESTIGATION = "investigation", "Investigation"
+
+
+class SessionStatus(models.TextChoices):
+    IDLE = "idle", "Idle"  # a coordinator session between turns
+    PENDING = "pending", "Pending"
+    RUNNING = "running", "Running"
+    COMPLETED = "completed", "Completed"
+    FAILED = "failed", "Failed"
+    KILLED = "killed", "Killed"
+
+
+TERMINAL_STATUSES = (SessionStatus.COMPLETED, SessionStatus.FAILED, SessionStatus.KILLED)
+
+
+class Channel(models.TextChoices):
+    WEB = "web", "Web"
+    API = "api", "API"
+    CLI = "cli", "Command line"
+    SLACK = "slack", "Slack"
+    TELEGRAM = "telegram", "Telegram"
+    FEISHU = "feishu", "Feishu"
+
+
+class ChatSession(TenantModel):
+    """One row per coordinator or worker session (R18). Workers point at their coordinator."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="chat_sessions"
+    )
+    agent_id = models.CharField(max_length=100, default="default")
+    parent_session = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="children"
+    )
+    root_session = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="descendants"
+    )
+    kind = models.CharField(max_length=20, choices=SessionKind.choices, default=SessionKind.USER)
+    channel = models.CharField(max_length=20, choices=Channel.choices, default=Channel.WEB)
+    status = models.CharField(max_length=20, choices=SessionStatus.choices, default=SessionStatus.IDLE)
+    title = models.CharField(max_length=200, blank=True)
+    description = models.TextField(blank=True)
+    result = models.TextField(blank=True)
+    error = models.TextField(blank=True)
+    usage = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    closed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "chat_sessions"
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["organization", "-created_at"], name="session_org_created_idx"),
+            models.Index(fields=["user", "-created_at"], name="session_user_created_idx"),
+            models.Index(fields=["status"], name="session_status_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.agent_id} #{self.pk}: {self.title or self.description[:60]}"
+
+    @property
+    def is_worker(self) -> bool:
+        return self.parent_session_id is not None
+
+
+class MessageRole(models.TextChoices):
+    USER = "user", "User"
+    ASSISTANT = "assistant", "Assistant"
+    TOOL = "tool", "Tool"
+    SYSTEM = "system", "System"
+
+
+class ChatMessage(models.Model):
+    session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="messages")
+    seq = models.PositiveIntegerField()
+    role = models.CharField(max_length=20, choices=MessageRole.choices)
+    content = models.TextField(blank=True)
+    tool_calls = models.JSONField(default=list, blank=True)
+    tool_call_id = models.CharField(max_length=200, blank=True)
+    tokens = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "chat_messages"
+        ordering = ["session", "seq"]
+        constraints = [models.UniqueConstraint(fields=["session", "seq"], name="message_session_seq_uniq")]
+
+    def __str__(self) -> str:
+        return f"{self.role}: {self.content[:60]}"

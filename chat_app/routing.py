@@ -1,0 +1,7 @@
+from django.urls import path
+
+from chat_app import consumers
+
+websocket_urlpatterns = [
+    path("ws/events/", consumers.UserEventsConsumer.as_asgi()),
+]

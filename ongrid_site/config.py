@@ -1,0 +1,137 @@
+"""Every environment variable Ongrid reads, parsed in one place.
+
+settings.py is a thin consumer of `load()`; keeping the parsing pure (a mapping in, a frozen
+value out) lets the tests check both deployment shapes without re-importing Django settings.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import dj_database_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+TRUE_WORDS = {"1", "true", "yes", "on"}
+
+
+class ConfigError(Exception):
+    """Raised when the environment describes a configuration Ongrid must refuse to start with."""
+
+
+@dataclass(frozen=True)
+class Config:
+    debug: bool
+    secret_key: str
+    allowed_hosts: list[str]
+    csrf_trusted_origins: list[str]
+    data_dir: Path
+    database: dict
+    redis_url: str | None
+    llm: str
+    openai_api_key: str | None
+    openai_base_url: str | None
+    model: str
+    agents_dirs: list[Path]
+    prometheus_url: str | None
+    loki_url: str | None
+    tempo_url: str | None
+    alertmanager_url: str | None
+    log_level: str
+
+    @property
+    def uses_redis(self) -> bool:
+        return bool(self.redis_url)
+
+    @property
+    def executor(self) -> str:
+        """Where chat turns run: in the ASGI process, or on Celery workers when Redis is there."""
+        return "celery" if self.redis_url else "inline"
+
+    def channel_layers(self) -> dict:
+        if self.redis_url:
+            return {
+                "default": {
+                    "BACKEND": "channels_redis.core.RedisChannelLayer",
+                    "CONFIG": {"hosts": [self.redis_url], "prefix": "ongrid"},
+                }
+            }
+        return {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+
+def _flag(env: Mapping[str, str], name: str, default: bool = False) -> bool:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    return raw.strip().lower() in TRUE_WORDS
+
+
+def _list(env: Mapping[str, str], name: str, default: str, sep: str = ",") -> list[str]:
+    return [item.strip() for item in env.get(name, default).split(sep) if item.strip()]
+
+
+def _optional(env: Mapping[str, str], name: str) -> str | None:
+    value = env.get(name, "").strip()
+    return value or None
+
+
+def _database(env: Mapping[str, str], data_dir: Path) -> dict:
+    url = _optional(env, "DATABASE_URL")
+    if not url:
+        return {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": str(data_dir / "ongrid.sqlite3"),
+            # WAL lets the ASGI process read while a turn writes.
+            "OPTIONS": {"init_command": "PRAGMA journal_mode=WAL;", "timeout": 20},
+        }
+    db = dj_database_url.parse(url, conn_max_age=0, conn_health_checks=True)
+    if db["ENGINE"] == "django.db.backends.postgresql":
+        db.setdefault("OPTIONS", {})
+    return db
+
+
+def _llm(env: Mapping[str, str]) -> str:
+    choice = (env.get("ONGRID_LLM") or "").strip().lower()
+    if choice and choice not in {"openai", "offline"}:
+        raise ConfigError(f"ONGRID_LLM must be 'openai' or 'offline', not {choice!r}.")
+    if choice:
+        return choice
+    return "openai" if _optional(env, "OPENAI_API_KEY") else "offline"
+
+
+def load(env: Mapping[str, str] | None = None) -> Config:
+    """Build the configuration from `env` (default: the process environment)."""
+    env = os.environ if env is None else env
+    debug = _flag(env, "DEBUG")
+    secret_key = env.get("SECRET_KEY", "")
+    if not secret_key:
+        if not debug:
+            raise ConfigError(
+                "SECRET_KEY is not set. Set SECRET_KEY to a long random string, or set DEBUG=1 "
+                "for a development-only instance (bin/start does this for you)."
+            )
+        secret_key = "ongrid-insecure-development-key"
+    data_dir = Path(env.get("ONGRID_DATA_DIR") or BASE_DIR / "var").resolve()
+    hosts = _list(env, "ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
+    return Config(
+        debug=debug,
+        secret_key=secret_key,
+        allowed_hosts=hosts,
+        csrf_trusted_origins=_list(env, "CSRF_TRUSTED_ORIGINS", ""),
+        data_dir=data_dir,
+        database=_database(env, data_dir),
+        redis_url=_optional(env, "REDIS_URL"),
+        llm=_llm(env),
+        openai_api_key=_optional(env, "OPENAI_API_KEY"),
+        openai_base_url=_optional(env, "OPENAI_BASE_URL"),
+        model=env.get("ONGRID_MODEL") or "gpt-4o-mini",
+        agents_dirs=[Path(p) for p in _list(env, "ONGRID_AGENTS_DIRS", "", sep=":")],
+        prometheus_url=_optional(env, "PROMETHEUS_URL"),
+        loki_url=_optional(env, "LOKI_URL"),
+        tempo_url=_optional(env, "TEMPO_URL"),
+        alertmanager_url=_optional(env, "ALERTMANAGER_URL"),
+        log_level=(env.get("ONGRID_LOG_LEVEL") or "INFO").upper(),
+    )

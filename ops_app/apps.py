@@ -1,0 +1,13 @@
+from django.apps import AppConfig
+
+
+class OpsAppConfig(AppConfig):
+    name = "ops_app"
+    verbose_name = "Estate and tenancy"
+
+    def ready(self) -> None:
+        from django.db.models.signals import post_migrate
+
+        from ops_app import roles
+
+        post_migrate.connect(roles.sync_role_permissions, dispatch_uid="ongrid-sync-roles")

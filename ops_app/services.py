@@ -1,0 +1,38 @@
+"""Writes to tenancy go through these functions so that a membership and its role never disagree."""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractUser, Group
+from django.db import transaction
+from django.utils.text import slugify
+
+from ops_app import roles
+from ops_app.models import Membership, Organization
+
+
+def create_organization(name: str, slug: str | None = None) -> Organization:
+    org, _ = Organization.objects.get_or_create(name=name, defaults={"slug": slug or slugify(name)[:80]})
+    return org
+
+
+@transaction.atomic
+def set_membership(user: AbstractUser, organization: Organization, role: str) -> Membership:
+    """Put `user` in `organization` with exactly one role. Org admins get admin-site access."""
+    if role not in roles.ROLES:
+        raise ValueError(f"unknown role {role!r}; expected one of {', '.join(roles.ROLES)}")
+    membership, _ = Membership.objects.update_or_create(user=user, defaults={"organization": organization})
+    user.groups.remove(*Group.objects.filter(name__in=roles.ROLES))
+    user.groups.add(roles.role_group(role))
+    if role == roles.ORG_ADMIN and not user.is_staff:
+        user.is_staff = True
+        user.save(update_fields=["is_staff"])
+    return membership
+
+
+def create_user(
+    username: str, password: str, organization: Organization, role: str = roles.MEMBER, **extra
+) -> AbstractUser:
+    user = get_user_model().objects.create_user(username=username, password=password, **extra)
+    set_membership(user, organization, role)
+    return user

@@ -1,0 +1,37 @@
+from __future__ import annotations
+
+import pytest
+
+from ops_app import roles
+from ops_app.models import Organization
+from ops_app.services import create_organization, create_user
+
+
+@pytest.fixture
+def org(db) -> Organization:
+    return create_organization("Acme Corp", "acme")
+
+
+@pytest.fixture
+def other_org(db) -> Organization:
+    return create_organization("Globex", "globex")
+
+
+@pytest.fixture
+def member(org):
+    return create_user("alice", "alice-pass-123", org, roles.MEMBER)
+
+
+@pytest.fixture
+def auditor(org):
+    return create_user("audrey", "audrey-pass-123", org, roles.AUDITOR)
+
+
+@pytest.fixture
+def org_admin(org):
+    return create_user("oscar", "oscar-pass-123", org, roles.ORG_ADMIN)
+
+
+@pytest.fixture
+def outsider(other_org):
+    return create_user("mallory", "mallory-pass-123", other_org, roles.MEMBER)

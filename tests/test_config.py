@@ -1,0 +1,80 @@
+"""The two deployment shapes are chosen by the environment alone."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ongrid_site import config
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_embedded_default_is_sqlite_in_data_dir_with_in_memory_layer(tmp_path):
+    cfg = config.load({"SECRET_KEY": "k", "ONGRID_DATA_DIR": str(tmp_path)})
+    assert cfg.database["ENGINE"] == "django.db.backends.sqlite3"
+    assert cfg.database["NAME"] == str(tmp_path / "ongrid.sqlite3")
+    assert cfg.channel_layers()["default"]["BACKEND"] == "channels.layers.InMemoryChannelLayer"
+    assert cfg.executor == "inline"
+    assert cfg.llm == "offline"
+
+
+def test_scale_out_shape_uses_postgres_and_redis():
+    cfg = config.load(
+        {
+            "SECRET_KEY": "k",
+            "DATABASE_URL": "postgres://ongrid:pw@db.internal:5433/ongrid",
+            "REDIS_URL": "redis://cache.internal:6380/2",
+        }
+    )
+    db = cfg.database
+    assert (db["ENGINE"], db["HOST"], db["PORT"], db["NAME"], db["USER"]) == (
+        "django.db.backends.postgresql",
+        "db.internal",
+        5433,
+        "ongrid",
+        "ongrid",
+    )
+    layer = cfg.channel_layers()["default"]
+    assert layer["BACKEND"] == "channels_redis.core.RedisChannelLayer"
+    assert layer["CONFIG"]["hosts"] == ["redis://cache.internal:6380/2"]
+    assert cfg.executor == "celery"
+
+
+def test_llm_defaults_to_openai_only_when_a_key_is_set():
+    assert config.load({"SECRET_KEY": "k", "OPENAI_API_KEY": "sk-x"}).llm == "openai"
+    assert config.load({"SECRET_KEY": "k", "OPENAI_API_KEY": "sk-x", "ONGRID_LLM": "offline"}).llm == "offline"
+    with pytest.raises(config.ConfigError, match="ONGRID_LLM"):
+        config.load({"SECRET_KEY": "k", "ONGRID_LLM": "gpt"})
+
+
+def test_agents_dirs_are_colon_separated():
+    cfg = config.load({"SECRET_KEY": "k", "ONGRID_AGENTS_DIRS": "/a:/b/c:"})
+    assert cfg.agents_dirs == [Path("/a"), Path("/b/c")]
+
+
+def test_missing_secret_key_is_refused_unless_debug():
+    with pytest.raises(config.ConfigError, match="SECRET_KEY is not set"):
+        config.load({})
+    assert config.load({"DEBUG": "1"}).secret_key
+
+
+def test_process_refuses_to_start_without_secret_key(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "DEBUG"}}
+    env["ONGRID_DATA_DIR"] = str(tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode != 0
+    assert "SECRET_KEY is not set" in proc.stderr
+
+
+def test_running_suite_uses_the_database_the_environment_names(db):
+    from django.db import connection
+
+    expected = "postgresql" if os.environ.get("DATABASE_URL", "").startswith("postgres") else "sqlite"
+    assert connection.vendor == expected
