@@ -35,7 +35,11 @@ class ChatSession(TenantModel):
     """One row per coordinator or worker session (R18). Workers point at their coordinator."""
 
     user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="chat_sessions"
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="chat_sessions",
     )
     agent_id = models.CharField(max_length=100, default="default")
     parent_session = models.ForeignKey(

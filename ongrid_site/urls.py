@@ -13,4 +13,8 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/", include("rest_framework.urls")),
+    path("", include("agents_app.urls")),
+    path("", include("chat_app.urls")),
+    path("", include("audit_app.urls")),
+    path("", include("ops_app.urls")),
 ]

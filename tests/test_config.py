@@ -47,7 +47,9 @@ def test_scale_out_shape_uses_postgres_and_redis():
 
 def test_llm_defaults_to_openai_only_when_a_key_is_set():
     assert config.load({"SECRET_KEY": "k", "OPENAI_API_KEY": "sk-x"}).llm == "openai"
-    assert config.load({"SECRET_KEY": "k", "OPENAI_API_KEY": "sk-x", "ONGRID_LLM": "offline"}).llm == "offline"
+    assert (
+        config.load({"SECRET_KEY": "k", "OPENAI_API_KEY": "sk-x", "ONGRID_LLM": "offline"}).llm == "offline"
+    )
     with pytest.raises(config.ConfigError, match="ONGRID_LLM"):
         config.load({"SECRET_KEY": "k", "ONGRID_LLM": "gpt"})
 

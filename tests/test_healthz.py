@@ -22,7 +22,9 @@ async def test_healthz_reports_every_dependency_healthy(async_client):
 async def test_healthz_is_503_with_the_reason_when_redis_is_unreachable(async_client):
     dead = "redis://127.0.0.1:1/0"
     layers = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [dead]}}}
-    with override_settings(CHANNEL_LAYERS=layers, CONFIG=dataclasses.replace(settings.CONFIG, redis_url=dead)):
+    with override_settings(
+        CHANNEL_LAYERS=layers, CONFIG=dataclasses.replace(settings.CONFIG, redis_url=dead)
+    ):
         response = await async_client.get("/healthz")
     assert response.status_code == 503
     body = response.json()

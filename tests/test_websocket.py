@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -49,7 +49,9 @@ async def test_anonymous_connection_is_rejected():
 
 
 async def test_foreign_origin_is_rejected(client, member):
-    communicator, connected, _ = await _connect([(b"origin", b"http://evil.example"), await _cookie_for(client, member)])
+    communicator, connected, _ = await _connect(
+        [(b"origin", b"http://evil.example"), await _cookie_for(client, member)]
+    )
     assert not connected
 
 
@@ -71,7 +73,8 @@ import django, sys
 django.setup()
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
-async_to_sync(get_channel_layer().group_send)(sys.argv[1], {"type": "user.event", "payload": {"from": "subprocess"}})
+message = {"type": "user.event", "payload": {"from": "subprocess"}}
+async_to_sync(get_channel_layer().group_send)(sys.argv[1], message)
 """
 
 
@@ -80,11 +83,17 @@ async def test_group_send_from_another_process_reaches_the_consumer(client, memb
     communicator, connected, _ = await _connect([ORIGIN, await _cookie_for(client, member)])
     assert connected
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "ongrid_site.settings"}
-    proc = subprocess.run(
-        [sys.executable, "-c", PUBLISHER, user_group(member.pk)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        PUBLISHER,
+        user_group(member.pk),
+        cwd=ROOT,
+        env=env,
+        stderr=asyncio.subprocess.PIPE,
     )
-    assert proc.returncode == 0, proc.stderr
+    _, stderr = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, stderr.decode()
     assert await communicator.receive_json_from(timeout=10) == {"from": "subprocess"}
     await communicator.disconnect()
     assert json.dumps(settings.CHANNEL_LAYERS).count("RedisChannelLayer") == 1

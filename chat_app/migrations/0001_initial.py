@@ -6,74 +6,174 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('ops_app', '0001_initial'),
+        ("ops_app", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ChatSession',
+            name="ChatSession",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('agent_id', models.CharField(default='default', max_length=100)),
-                ('kind', models.CharField(choices=[('user', 'User chat'), ('work', 'Worker task'), ('investigation', 'Investigation')], default='user', max_length=20)),
-                ('channel', models.CharField(choices=[('web', 'Web'), ('api', 'API'), ('cli', 'Command line'), ('slack', 'Slack'), ('telegram', 'Telegram'), ('feishu', 'Feishu')], default='web', max_length=20)),
-                ('status', models.CharField(choices=[('idle', 'Idle'), ('pending', 'Pending'), ('running', 'Running'), ('completed', 'Completed'), ('failed', 'Failed'), ('killed', 'Killed')], default='idle', max_length=20)),
-                ('title', models.CharField(blank=True, max_length=200)),
-                ('description', models.TextField(blank=True)),
-                ('result', models.TextField(blank=True)),
-                ('error', models.TextField(blank=True)),
-                ('usage', models.JSONField(blank=True, default=dict)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('closed_at', models.DateTimeField(blank=True, null=True)),
-                ('organization', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='ops_app.organization')),
-                ('parent_session', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='children', to='chat_app.chatsession')),
-                ('root_session', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='descendants', to='chat_app.chatsession')),
-                ('user', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='chat_sessions', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("agent_id", models.CharField(default="default", max_length=100)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("user", "User chat"),
+                            ("work", "Worker task"),
+                            ("investigation", "Investigation"),
+                        ],
+                        default="user",
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "channel",
+                    models.CharField(
+                        choices=[
+                            ("web", "Web"),
+                            ("api", "API"),
+                            ("cli", "Command line"),
+                            ("slack", "Slack"),
+                            ("telegram", "Telegram"),
+                            ("feishu", "Feishu"),
+                        ],
+                        default="web",
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("idle", "Idle"),
+                            ("pending", "Pending"),
+                            ("running", "Running"),
+                            ("completed", "Completed"),
+                            ("failed", "Failed"),
+                            ("killed", "Killed"),
+                        ],
+                        default="idle",
+                        max_length=20,
+                    ),
+                ),
+                ("title", models.CharField(blank=True, max_length=200)),
+                ("description", models.TextField(blank=True)),
+                ("result", models.TextField(blank=True)),
+                ("error", models.TextField(blank=True)),
+                ("usage", models.JSONField(blank=True, default=dict)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("closed_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "organization",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="ops_app.organization",
+                    ),
+                ),
+                (
+                    "parent_session",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="children",
+                        to="chat_app.chatsession",
+                    ),
+                ),
+                (
+                    "root_session",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="descendants",
+                        to="chat_app.chatsession",
+                    ),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="chat_sessions",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'db_table': 'chat_sessions',
-                'ordering': ['-created_at'],
+                "db_table": "chat_sessions",
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='ChatMessage',
+            name="ChatMessage",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('seq', models.PositiveIntegerField()),
-                ('role', models.CharField(choices=[('user', 'User'), ('assistant', 'Assistant'), ('tool', 'Tool'), ('system', 'System')], max_length=20)),
-                ('content', models.TextField(blank=True)),
-                ('tool_calls', models.JSONField(blank=True, default=list)),
-                ('tool_call_id', models.CharField(blank=True, max_length=200)),
-                ('tokens', models.PositiveIntegerField(default=0)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='messages', to='chat_app.chatsession')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("seq", models.PositiveIntegerField()),
+                (
+                    "role",
+                    models.CharField(
+                        choices=[
+                            ("user", "User"),
+                            ("assistant", "Assistant"),
+                            ("tool", "Tool"),
+                            ("system", "System"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                ("content", models.TextField(blank=True)),
+                ("tool_calls", models.JSONField(blank=True, default=list)),
+                ("tool_call_id", models.CharField(blank=True, max_length=200)),
+                ("tokens", models.PositiveIntegerField(default=0)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "session",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="messages",
+                        to="chat_app.chatsession",
+                    ),
+                ),
             ],
             options={
-                'db_table': 'chat_messages',
-                'ordering': ['session', 'seq'],
+                "db_table": "chat_messages",
+                "ordering": ["session", "seq"],
             },
         ),
         migrations.AddIndex(
-            model_name='chatsession',
-            index=models.Index(fields=['organization', '-created_at'], name='session_org_created_idx'),
+            model_name="chatsession",
+            index=models.Index(fields=["organization", "-created_at"], name="session_org_created_idx"),
         ),
         migrations.AddIndex(
-            model_name='chatsession',
-            index=models.Index(fields=['user', '-created_at'], name='session_user_created_idx'),
+            model_name="chatsession",
+            index=models.Index(fields=["user", "-created_at"], name="session_user_created_idx"),
         ),
         migrations.AddIndex(
-            model_name='chatsession',
-            index=models.Index(fields=['status'], name='session_status_idx'),
+            model_name="chatsession",
+            index=models.Index(fields=["status"], name="session_status_idx"),
         ),
         migrations.AddConstraint(
-            model_name='chatmessage',
-            constraint=models.UniqueConstraint(fields=('session', 'seq'), name='message_session_seq_uniq'),
+            model_name="chatmessage",
+            constraint=models.UniqueConstraint(fields=("session", "seq"), name="message_session_seq_uniq"),
         ),
     ]
