@@ -60,6 +60,15 @@ class ChatSession(TenantModel):
     updated_at = models.DateTimeField(auto_now=True)
     started_at = models.DateTimeField(null=True, blank=True)
     closed_at = models.DateTimeField(null=True, blank=True)
+    # Cross-process control. A stop request is a row flag every process can see; the process that
+    # runs the session checks it before each LLM and tool call.
+    stop_requested_at = models.DateTimeField(null=True, blank=True)
+    # Which process runs this session right now ("host:pid"), and when it last proved it is alive;
+    # the reaper closes running rows whose owner is gone.
+    owner = models.CharField(max_length=200, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # One coordinator session per (user, chat thread): IM bridges key threads here.
+    thread_key = models.CharField(max_length=255, blank=True)
 
     class Meta:
         db_table = "chat_sessions"
@@ -68,6 +77,8 @@ class ChatSession(TenantModel):
             models.Index(fields=["organization", "-created_at"], name="session_org_created_idx"),
             models.Index(fields=["user", "-created_at"], name="session_user_created_idx"),
             models.Index(fields=["status"], name="session_status_idx"),
+            models.Index(fields=["parent_session", "created_at"], name="session_parent_idx"),
+            models.Index(fields=["root_session", "created_at"], name="session_root_idx"),
         ]
 
     def __str__(self) -> str:

@@ -1,0 +1,259 @@
+"""Every write to chat sessions and messages goes through these functions.
+
+They are synchronous (Django ORM); async callers use the `a*` twins, which run them in the
+ORM's thread so the event loop never blocks on the database.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from datetime import timedelta
+
+from asgiref.sync import sync_to_async
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from chat_app.models import (
+    TERMINAL_STATUSES,
+    Channel,
+    ChatMessage,
+    ChatSession,
+    MessageRole,
+    SessionKind,
+    SessionStatus,
+)
+from ops_app.tenancy import organization_of
+
+log = logging.getLogger(__name__)
+
+# A running row whose owner has not proved it is alive for this long is an orphan.
+STALE_AFTER = timedelta(minutes=10)
+
+
+def process_identity() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def start_chat(user, *, channel: str = Channel.WEB, title: str = "", thread_key: str = "") -> ChatSession:
+    """A new coordinator session for `user` in their organization."""
+    organization = organization_of(user)
+    if organization is None:
+        raise PermissionDenied("You belong to no organization, so you cannot start a chat.")
+    return ChatSession.objects.create(
+        organization=organization,
+        user=user,
+        agent_id="default",
+        kind=SessionKind.USER,
+        channel=channel,
+        title=title[:200],
+        thread_key=thread_key,
+    )
+
+
+def append_message(
+    session_id: int,
+    role: str,
+    content: str = "",
+    *,
+    tool_calls: list | None = None,
+    tool_call_id: str = "",
+    tokens: int = 0,
+) -> ChatMessage:
+    """Append one message at the end of a session's transcript (seq allocated under a row lock)."""
+    with transaction.atomic():
+        ChatSession.objects.select_for_update().filter(pk=session_id).values_list("pk").get()
+        last = ChatMessage.objects.filter(session_id=session_id).aggregate(m=Max("seq"))["m"]
+        return ChatMessage.objects.create(
+            session_id=session_id,
+            seq=(last or 0) + 1,
+            role=role,
+            content=content,
+            tool_calls=tool_calls or [],
+            tool_call_id=tool_call_id,
+            tokens=tokens,
+        )
+
+
+def title_from(text: str) -> str:
+    first = " ".join(text.split())
+    return first if len(first) <= 80 else first[:77].rstrip() + "…"
+
+
+def begin_turn(session_id: int, user_text: str) -> ChatMessage:
+    """Persist the user's message and mark the coordinator session running in this process."""
+    now = timezone.now()
+    session = ChatSession.objects.get(pk=session_id)
+    fields = {
+        "status": SessionStatus.RUNNING,
+        "owner": process_identity(),
+        "heartbeat_at": now,
+        "stop_requested_at": None,
+        "error": "",
+    }
+    if not session.title:
+        fields["title"] = title_from(user_text)
+    if session.started_at is None:
+        fields["started_at"] = now
+    ChatSession.objects.filter(pk=session_id).update(**fields)
+    return append_message(session_id, MessageRole.USER, user_text)
+
+
+def end_turn(session_id: int, *, error: str = "", usage: dict | None = None) -> None:
+    """A coordinator session goes back to idle (it is long-lived); the error, if any, is kept."""
+    session = ChatSession.objects.get(pk=session_id)
+    total = merge_usage(session.usage, usage or {})
+    ChatSession.objects.filter(pk=session_id).update(
+        status=SessionStatus.IDLE, owner="", heartbeat_at=None, error=error, usage=total
+    )
+
+
+def merge_usage(base: dict, extra: dict) -> dict:
+    merged = dict(base or {})
+    for key, value in (extra or {}).items():
+        if isinstance(value, int | float):
+            merged[key] = merged.get(key, 0) + value
+    return merged
+
+
+def open_worker_session(parent: ChatSession, persona_name: str, description: str, prompt: str) -> ChatSession:
+    """The worker's row exists before the worker runs, so the session tree resolves at once (R12)."""
+    kind = SessionKind.INVESTIGATION if persona_name == "incident-investigator" else SessionKind.WORK
+    worker = ChatSession.objects.create(
+        organization_id=parent.organization_id,
+        user_id=parent.user_id,
+        agent_id=persona_name,
+        parent_session=parent,
+        root_session_id=parent.root_session_id or parent.pk,
+        kind=kind,
+        channel=parent.channel,
+        status=SessionStatus.PENDING,
+        title=description[:200],
+        description=description,
+        owner=process_identity(),
+        heartbeat_at=timezone.now(),
+    )
+    append_message(worker.pk, MessageRole.USER, prompt)
+    return worker
+
+
+def mark_running(session_id: int) -> None:
+    now = timezone.now()
+    ChatSession.objects.filter(pk=session_id, status=SessionStatus.PENDING).update(
+        status=SessionStatus.RUNNING, started_at=now, heartbeat_at=now
+    )
+
+
+def close_session(
+    session_id: int, status: str, *, result: str = "", error: str = "", usage: dict | None = None
+) -> bool:
+    """Close a worker row on any terminal path. Idempotent: the first close wins."""
+    if status not in TERMINAL_STATUSES:
+        raise ValueError(f"{status!r} is not a terminal status")
+    updated = ChatSession.objects.filter(pk=session_id, closed_at__isnull=True).update(
+        status=status,
+        result=result,
+        error=error[:4000],
+        usage=usage or {},
+        closed_at=timezone.now(),
+        owner="",
+        heartbeat_at=None,
+    )
+    return bool(updated)
+
+
+def request_stop(session_id: int) -> bool:
+    """Ask whichever process runs the session to stop it. True if it was still open."""
+    return bool(
+        ChatSession.objects.filter(
+            pk=session_id, closed_at__isnull=True, stop_requested_at__isnull=True
+        ).update(stop_requested_at=timezone.now())
+    )
+
+
+def stop_requested(session_id: int) -> bool:
+    return ChatSession.objects.filter(pk=session_id, stop_requested_at__isnull=False).exists()
+
+
+def heartbeat(session_ids: list[int]) -> None:
+    ChatSession.objects.filter(pk__in=session_ids, owner=process_identity()).update(
+        heartbeat_at=timezone.now()
+    )
+
+
+def _owner_is_gone(owner: str, heartbeat_at, now) -> bool:
+    host, _, pid = owner.rpartition(":")
+    if host == socket.gethostname() and pid.isdigit():
+        if int(pid) == os.getpid():
+            return False
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            pass
+    return heartbeat_at is None or now - heartbeat_at > STALE_AFTER
+
+
+def reap_orphans(now=None) -> int:
+    """Close rows whose owning process died mid-run (R12): workers end `failed`, coordinators go idle."""
+    now = now or timezone.now()
+    open_rows = ChatSession.objects.filter(status__in=[SessionStatus.PENDING, SessionStatus.RUNNING]).only(
+        "pk", "owner", "heartbeat_at", "parent_session_id"
+    )
+    reaped = 0
+    for row in open_rows.iterator():
+        if not _owner_is_gone(row.owner, row.heartbeat_at, now):
+            continue
+        reason = f"The process running this session ({row.owner or 'unknown'}) is gone; closed by the reaper."
+        if row.parent_session_id is None:
+            ChatSession.objects.filter(pk=row.pk).update(
+                status=SessionStatus.IDLE, owner="", heartbeat_at=None, error=reason
+            )
+        else:
+            close_session(row.pk, SessionStatus.FAILED, error=reason)
+        reaped += 1
+    if reaped:
+        log.warning("reaper closed %d orphaned session(s)", reaped)
+    return reaped
+
+
+def history(session_id: int, limit: int = 50) -> list[dict]:
+    """The last `limit` messages in OpenAI format, never starting inside a tool exchange.
+
+    The window starts at a user message, so no tool result is ever sent without the assistant
+    message that called it (the model API rejects that) and a long-lived session stays bounded.
+    """
+    rows = list(
+        ChatMessage.objects.filter(session_id=session_id)
+        .exclude(role=MessageRole.SYSTEM)
+        .order_by("-seq")[:limit]
+        .values("role", "content", "tool_calls", "tool_call_id")
+    )[::-1]
+    while rows and rows[0]["role"] != MessageRole.USER:
+        rows.pop(0)
+    return [_as_openai(row) for row in rows]
+
+
+def _as_openai(row: dict) -> dict:
+    message: dict = {"role": row["role"], "content": row["content"]}
+    if row["role"] == MessageRole.ASSISTANT and row["tool_calls"]:
+        message["tool_calls"] = row["tool_calls"]
+    if row["role"] == MessageRole.TOOL:
+        message["tool_call_id"] = row["tool_call_id"]
+    return message
+
+
+abegin_turn = sync_to_async(begin_turn)
+aend_turn = sync_to_async(end_turn)
+aappend_message = sync_to_async(append_message)
+aopen_worker_session = sync_to_async(open_worker_session)
+amark_running = sync_to_async(mark_running)
+aclose_session = sync_to_async(close_session)
+arequest_stop = sync_to_async(request_stop)
+astop_requested = sync_to_async(stop_requested)
+aheartbeat = sync_to_async(heartbeat)
+ahistory = sync_to_async(history)
