@@ -96,10 +96,17 @@ class MessageRole(models.TextChoices):
     SYSTEM = "system", "System"
 
 
+class MessageKind(models.TextChoices):
+    TEXT = "text", "Conversation"  # part of the model's history
+    NOTE = "note", "Intermediate note"  # SendMessage: shown to the user, not replayed to the model
+    ERROR = "error", "Error"  # a failed turn, shown as an error bubble
+
+
 class ChatMessage(models.Model):
     session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="messages")
     seq = models.PositiveIntegerField()
     role = models.CharField(max_length=20, choices=MessageRole.choices)
+    kind = models.CharField(max_length=10, choices=MessageKind.choices, default=MessageKind.TEXT)
     content = models.TextField(blank=True)
     tool_calls = models.JSONField(default=list, blank=True)
     tool_call_id = models.CharField(max_length=200, blank=True)

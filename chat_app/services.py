@@ -22,6 +22,7 @@ from chat_app.models import (
     Channel,
     ChatMessage,
     ChatSession,
+    MessageKind,
     MessageRole,
     SessionKind,
     SessionStatus,
@@ -62,6 +63,7 @@ def append_message(
     tool_calls: list | None = None,
     tool_call_id: str = "",
     tokens: int = 0,
+    kind: str = MessageKind.TEXT,
 ) -> ChatMessage:
     """Append one message at the end of a session's transcript (seq allocated under a row lock)."""
     with transaction.atomic():
@@ -75,6 +77,7 @@ def append_message(
             tool_calls=tool_calls or [],
             tool_call_id=tool_call_id,
             tokens=tokens,
+            kind=kind,
         )
 
 
@@ -228,7 +231,7 @@ def history(session_id: int, limit: int = 50) -> list[dict]:
     message that called it (the model API rejects that) and a long-lived session stays bounded.
     """
     rows = list(
-        ChatMessage.objects.filter(session_id=session_id)
+        ChatMessage.objects.filter(session_id=session_id, kind=MessageKind.TEXT)
         .exclude(role=MessageRole.SYSTEM)
         .order_by("-seq")[:limit]
         .values("role", "content", "tool_calls", "tool_call_id")

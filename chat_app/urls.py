@@ -1,3 +1,9 @@
-from django.urls import path  # noqa: F401
+from django.urls import include, path
+from rest_framework.routers import SimpleRouter
 
-urlpatterns: list = []
+from chat_app.api import ChatSessionViewSet
+
+router = SimpleRouter()
+router.register("api/sessions", ChatSessionViewSet, basename="api-session")
+
+urlpatterns = [path("", include(router.urls))]

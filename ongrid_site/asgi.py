@@ -1,5 +1,6 @@
 """ASGI entry point: HTTP through Django, websockets through Channels, one daphne process."""
 
+import asyncio
 import os
 
 from django.core.asgi import get_asgi_application
@@ -11,11 +12,18 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from agents_app import executors  # noqa: E402
 from ongrid_site.routing import websocket_urlpatterns  # noqa: E402
 
-application = ProtocolTypeRouter(
+router = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )
+
+
+async def application(scope, receive, send):
+    """The router, plus: sync views hand chat turns to this server's event loop (see executors)."""
+    executors.remember_main_loop(asyncio.get_running_loop())
+    await router(scope, receive, send)

@@ -119,6 +119,9 @@ CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BEAT_SCHEDULE = {
+    "reap-orphaned-sessions": {"task": "agents_app.reap_orphans", "schedule": 300.0},
+}
 
 ONGRID_EXECUTOR = CONFIG.executor
 

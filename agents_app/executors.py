@@ -1,0 +1,86 @@
+"""Where a chat turn runs. `inline` (no Redis): an asyncio task on the ASGI server's own event
+loop, so the in-memory channel layer and the consumers share one loop. `celery` (REDIS_URL set):
+a Celery task on any worker. Either way the turn outlives the request or socket that started it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import threading
+from collections.abc import Coroutine
+from typing import Any
+
+from django.conf import settings
+
+log = logging.getLogger(__name__)
+
+_main_loop: asyncio.AbstractEventLoop | None = None
+_background: asyncio.AbstractEventLoop | None = None
+_background_lock = threading.Lock()
+_tasks: set[asyncio.Task] = set()
+
+
+def remember_main_loop(loop: asyncio.AbstractEventLoop) -> None:
+    """Called by the ASGI app on its first request: sync views hand turns to this loop."""
+    global _main_loop
+    _main_loop = loop
+
+
+def _background_loop() -> asyncio.AbstractEventLoop:
+    """A private loop thread for processes with no server loop (management commands, WSGI)."""
+    global _background
+    with _background_lock:
+        if _background is None or _background.is_closed():
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="ongrid-runtime", daemon=True).start()
+            _background = loop
+        return _background
+
+
+def _keep(task: asyncio.Task) -> asyncio.Task:
+    _tasks.add(task)
+    task.add_done_callback(_tasks.discard)
+    task.add_done_callback(_log_crash)
+    return task
+
+
+def _log_crash(task: asyncio.Task) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("turn task crashed", exc_info=task.exception())
+
+
+def run_in_background(coro: Coroutine[Any, Any, Any]) -> asyncio.Future | concurrent.futures.Future:
+    """Start `coro` detached from the caller's lifetime; returns something to wait on if needed."""
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is not None:
+        return _keep(running.create_task(coro))
+    loop = _main_loop if _main_loop is not None and _main_loop.is_running() else _background_loop()
+    return asyncio.run_coroutine_threadsafe(_tracked(coro), loop)
+
+
+async def _tracked(coro: Coroutine[Any, Any, Any]) -> Any:
+    task = asyncio.current_task()
+    if task is not None:
+        _keep(task)
+    return await coro
+
+
+def executor_name() -> str:
+    return settings.ONGRID_EXECUTOR
+
+
+def submit_turn(session_id: int) -> asyncio.Future | concurrent.futures.Future | None:
+    """Run the pending turn of `session_id` (its user message is already persisted)."""
+    if executor_name() == "celery":
+        from agents_app.tasks import run_turn_task
+
+        run_turn_task.delay(session_id)
+        return None
+    from agents_app.runtime import get_runtime
+
+    return run_in_background(get_runtime().run_turn(session_id))

@@ -1,0 +1,22 @@
+"""Celery tasks of the scale-out shape."""
+
+from __future__ import annotations
+
+import asyncio
+
+from celery import shared_task
+
+
+@shared_task(name="agents_app.run_turn", acks_late=False)
+def run_turn_task(session_id: int) -> None:
+    """Run one coordinator turn in this worker process. Not retried: a turn has side effects."""
+    from agents_app.runtime import get_runtime
+
+    asyncio.run(get_runtime().run_turn(session_id))
+
+
+@shared_task(name="agents_app.reap_orphans")
+def reap_orphans_task() -> int:
+    from chat_app.services import reap_orphans
+
+    return reap_orphans()

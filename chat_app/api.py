@@ -1,0 +1,140 @@
+"""Chat API: a user's own coordinator sessions, their messages, their worker tree, and Stop."""
+
+from __future__ import annotations
+
+from asgiref.sync import async_to_sync
+from django.db.models import Prefetch
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response
+
+from agents_app.runtime import get_runtime
+from chat_app import services, turns
+from chat_app.models import ChatMessage, ChatSession
+
+
+class MessageSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = ChatMessage
+        fields = ["id", "seq", "role", "kind", "content", "tool_calls", "tool_call_id", "created_at"]
+
+
+class SessionSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = ChatSession
+        fields = ["id", "title", "status", "agent_id", "channel", "created_at", "started_at", "error"]
+        read_only_fields = ["status", "agent_id", "created_at", "started_at", "error"]
+
+
+class SessionDetailSerializer(SessionSerializer):
+    messages = MessageSerializer(many=True, read_only=True)
+
+    class Meta(SessionSerializer.Meta):
+        fields = [*SessionSerializer.Meta.fields, "usage", "messages"]
+
+
+class PostMessageSerializer(serializers.Serializer):
+    content = serializers.CharField(max_length=20000, trim_whitespace=True)
+
+
+class ChatSessionViewSet(
+    mixins.ListModelMixin, mixins.CreateModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+):
+    """Only the caller's own coordinator sessions exist here; anything else is a 404."""
+
+    serializer_class = SessionSerializer
+
+    def get_queryset(self):
+        return ChatSession.objects.filter(user=self.request.user, parent_session__isnull=True).order_by(
+            "-created_at"
+        )
+
+    def get_serializer_class(self):
+        return SessionDetailSerializer if self.action == "retrieve" else SessionSerializer
+
+    def perform_create(self, serializer):
+        serializer.instance = services.start_chat(
+            self.request.user, channel="api", title=serializer.validated_data.get("title", "")
+        )
+
+    @extend_schema(
+        request=PostMessageSerializer,
+        parameters=[
+            OpenApiParameter("wait", bool, description="Block until the turn ends and return the answer.")
+        ],
+    )
+    @action(detail=True, methods=["post"])
+    def messages(self, request, pk=None):
+        session = self.get_object()
+        body = PostMessageSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            message, waitable = turns.start_turn(session, body.validated_data["content"])
+        except turns.TurnInProgress as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        if request.query_params.get("wait") not in ("1", "true", "yes"):
+            return Response({"session": session.pk, "turn_id": message.pk}, status=status.HTTP_202_ACCEPTED)
+        finished = turns.wait_for_turn(session.pk, waitable)
+        answer = turns.last_answer(session.pk)
+        return Response(
+            {
+                "session": session.pk,
+                "turn_id": message.pk,
+                "status": "failed" if finished.error else "completed",
+                "error": finished.error,
+                "answer": answer.content if answer and answer.pk > message.pk else "",
+            }
+        )
+
+    @action(detail=True, methods=["get"])
+    def tree(self, request, pk=None):
+        session = self.get_object()
+        return Response(session_tree(session))
+
+    @action(detail=True, methods=["post"])
+    def stop(self, request, pk=None):
+        session = self.get_object()
+        stopped = async_to_sync(get_runtime().stop_session)(session.pk)
+        return Response({"session": session.pk, "stop_requested": stopped}, status=status.HTTP_202_ACCEPTED)
+
+
+def session_tree(root: ChatSession) -> dict:
+    """The coordinator and every worker under it, with each worker's tool calls, in two queries."""
+    from audit_app.models import AuditLog
+
+    audit = Prefetch("audit_logs", queryset=AuditLog.objects.order_by("started_at"))
+    rows = list(ChatSession.objects.filter(root_session=root).prefetch_related(audit).order_by("created_at"))
+    children: dict[int, list[ChatSession]] = {}
+    for row in rows:
+        children.setdefault(row.parent_session_id, []).append(row)
+
+    def node(session: ChatSession, calls) -> dict:
+        return {
+            "id": session.pk,
+            "agent_id": session.agent_id,
+            "kind": session.kind,
+            "description": session.description,
+            "status": session.status,
+            "result": session.result,
+            "error": session.error,
+            "created_at": session.created_at,
+            "started_at": session.started_at,
+            "closed_at": session.closed_at,
+            "tool_calls": [_call(c) for c in calls],
+            "children": [node(c, c.audit_logs.all()) for c in children.get(session.pk, [])],
+        }
+
+    return node(root, AuditLog.objects.filter(session=root).order_by("started_at"))
+
+
+def _call(row) -> dict:
+    return {
+        "id": row.pk,
+        "tool": row.tool,
+        "status": row.status,
+        "arguments": row.arguments,
+        "result": row.result,
+        "duration_ms": row.duration_ms,
+        "started_at": row.started_at,
+    }

@@ -1,0 +1,60 @@
+"""Starting and stopping turns: the entry points shared by the API, the websocket consumer, the
+command line and the IM bridges."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import time
+
+from asgiref.sync import sync_to_async
+from django.db import transaction
+
+from agents_app import executors
+from chat_app import services
+from chat_app.models import ChatMessage, ChatSession, SessionStatus
+
+
+class TurnInProgress(Exception):
+    """The session is already running a turn; a chat takes one message at a time."""
+
+
+def start_turn(session: ChatSession, text: str) -> tuple[ChatMessage, object]:
+    """Persist the user's message, then hand the turn to the executor. Returns (message, waitable)."""
+    text = text.strip()
+    if not text:
+        raise ValueError("The message is empty.")
+    with transaction.atomic():
+        locked = ChatSession.objects.select_for_update().get(pk=session.pk)
+        if locked.status == SessionStatus.RUNNING:
+            raise TurnInProgress("A turn is already running in this chat; wait for it or press Stop.")
+        message = services.begin_turn(session.pk, text)
+    waitable = executors.submit_turn(session.pk)
+    return message, waitable
+
+
+astart_turn = sync_to_async(start_turn)
+
+
+def wait_for_turn(session_id: int, waitable: object, timeout: float = 600.0) -> ChatSession:
+    """Block until the turn ends (used by `?wait=1` and the command line)."""
+    if isinstance(waitable, concurrent.futures.Future):
+        waitable.result(timeout=timeout)
+    elif isinstance(waitable, asyncio.Future):
+        raise TypeError("wait on an asyncio future with `await`, not wait_for_turn")
+    else:  # celery: the row is the only shared truth
+        deadline = time.monotonic() + timeout
+        while ChatSession.objects.filter(pk=session_id, status=SessionStatus.RUNNING).exists():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the turn did not finish within {timeout:g}s")
+            time.sleep(0.2)
+    return ChatSession.objects.get(pk=session_id)
+
+
+def last_answer(session_id: int) -> ChatMessage | None:
+    """The newest assistant message that is an answer (not a tool call, not a note)."""
+    recent = ChatMessage.objects.filter(session_id=session_id, role="assistant").exclude(kind="note")
+    for message in recent.order_by("-seq")[:20]:
+        if not message.tool_calls:
+            return message
+    return None
