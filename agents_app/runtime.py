@@ -29,7 +29,7 @@ from agents_app.toolbag import build_toolbag
 from agents_app.tools.base import Tool, ToolContext, ToolError, ToolResult, load_builtin_tools
 from chat_app import services
 from chat_app.groups import session_group
-from chat_app.models import ChatSession, MessageKind, MessageRole, SessionStatus
+from chat_app.models import ChatMessage, ChatSession, MessageKind, MessageRole, SessionStatus
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +113,19 @@ class Runtime:
         publisher = Publisher(session.root_session_id or session.pk, list(listeners or []))
         token = self._register(session.pk)
         watcher = asyncio.create_task(self._watch_stop([session.pk]))
-        await publisher.publish({"event": "turn.started", "session": session.pk})
+        asked = (
+            await ChatMessage.objects.filter(session_id=session.pk, role=MessageRole.USER)
+            .order_by("-seq")
+            .afirst()
+        )
+        await publisher.publish(
+            {
+                "event": "turn.started",
+                "session": session.pk,
+                "message_id": asked.pk if asked else None,
+                "user_text": asked.content if asked else "",
+            }
+        )
         result: AgentResult | None = None
         error = ""
         try:
@@ -409,7 +421,9 @@ def agent_tool(runtime: Runtime, session: ChatSession, publisher: Publisher, spe
                 },
                 status="deduped",
             )
-        outcome = await runtime.spawn_worker(session, subagent_type, description, prompt, publisher)
+        outcome = await runtime.spawn_worker(
+            session, subagent_type, description, prompt, publisher, tool_call_id=ctx.tool_call_id
+        )
         if outcome.status != SessionStatus.KILLED:
             dedupe.DISPATCHES.put(key, outcome.session_id, outcome.status, outcome.text or outcome.error)
         payload = {"task_id": outcome.session_id, "status": outcome.status, "result": outcome.text}

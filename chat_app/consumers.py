@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
-from channels.generic.websocket import AsyncJsonWebsocketConsumer
+import asyncio
+import json
 
-from chat_app.groups import user_group
+from asgiref.sync import sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer, AsyncWebsocketConsumer
+from django.template.loader import render_to_string
+from django.utils import timezone
+
+from chat_app import fragments
+from chat_app.groups import session_group, user_group
+from chat_app.models import ChatSession, SessionStatus
+from chat_app.transcript import build_turns
+from chat_app.turns import TurnInProgress, astart_turn
+
+FLUSH_INTERVAL = 0.05
 
 
 class UserEventsConsumer(AsyncJsonWebsocketConsumer):
@@ -33,3 +45,130 @@ class UserEventsConsumer(AsyncJsonWebsocketConsumer):
 
     async def user_event(self, message: dict) -> None:
         await self.send_json(message.get("payload", {}))
+
+
+class ChatConsumer(AsyncWebsocketConsumer):
+    """One chat page's socket. Only the session's owner may connect. Sends HTMX fragments.
+
+    Closing the socket never stops a turn: turns belong to the runtime, not to the connection.
+    """
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=4401)
+            return
+        session_id = self.scope["url_route"]["kwargs"]["session_id"]
+        self.chat = await ChatSession.objects.filter(
+            pk=session_id, user=user, parent_session__isnull=True
+        ).afirst()
+        if self.chat is None:
+            await self.close(code=4403)
+            return
+        self.turn: int | None = None
+        self.tiles: dict[int, dict] = {}
+        self.pending_text: list[str] = []
+        self.flusher: asyncio.Task | None = None
+        self.group = session_group(self.chat.pk)
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+        await self._resync()
+
+    async def disconnect(self, code: int) -> None:
+        if hasattr(self, "group"):
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+        if getattr(self, "flusher", None):
+            self.flusher.cancel()
+
+    async def _resync(self) -> None:
+        """After a (re)connect, redraw the running turn from the database: nothing missed stays missing."""
+        chat = await ChatSession.objects.aget(pk=self.chat.pk)
+        if chat.status != SessionStatus.RUNNING:
+            return
+        turns = await sync_to_async(build_turns)(chat, last=1)
+        if not turns:
+            return
+        turn = turns[-1]
+        self.turn = turn.key
+        self.tiles = {item.data["id"]: item.data for item in turn.items if item.kind == "tile"}
+        html = await sync_to_async(render_to_string)(
+            "chat/_turn.html", {"turn": turn, "oob": True, "chat_session_id": chat.pk}
+        )
+        controls = await sync_to_async(render_to_string)(
+            "chat/_turn_controls.html", {"running": True, "oob": True, "chat_session_id": chat.pk}
+        )
+        await self.send(text_data=html + controls)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        try:
+            data = json.loads(text_data or "{}")
+        except ValueError:
+            return
+        message = str(data.get("message", ""))
+        try:
+            await astart_turn(self.chat, message)
+        except (TurnInProgress, ValueError) as exc:
+            await self.send(text_data=await sync_to_async(fragments.error_bubble)(str(exc)))
+
+    async def turn_event(self, message: dict) -> None:
+        event = message["event"]
+        kind = event.get("event")
+        html = await sync_to_async(self._render)(kind, event)
+        if html:
+            await self._flush()
+            await self.send(text_data=html)
+
+    def _render(self, kind: str, event: dict) -> str:
+        worker = event.get("worker", False)
+        if kind == "turn.started":
+            self.turn = event.get("message_id") or 0
+            return fragments.turn_started(self.turn, event.get("user_text", ""), self.chat.pk)
+        if self.turn is None:
+            return ""
+        if kind == "text.delta" and not worker:
+            self._queue_text(event.get("text", ""))
+            return ""
+        if kind == "tool.started":
+            if worker:
+                return fragments.worker_activity(event["session"], f"{event.get('name')}…")
+            return fragments.tool_started(self.turn, event)
+        if kind == "tool.ended" and not worker:
+            return fragments.tool_ended(event)
+        if kind == "note":
+            return fragments.note(self.turn, event.get("text", ""))
+        if kind == "worker.started":
+            tile = fragments.tile_context({**event, "started": timezone.now().isoformat()})
+            self.tiles[tile["id"]] = tile
+            return fragments.worker_started(self.turn, {**event, "started": tile["started"]}, self.chat.pk)
+        if kind in ("worker.status", "worker.ended"):
+            return self._tile_update(event)
+        if kind == "turn.ended":
+            html = fragments.turn_ended(self.turn, event, self.chat.pk)
+            self.turn = None
+            return html
+        return ""
+
+    def _tile_update(self, event: dict) -> str:
+        tile = self.tiles.get(event["session"])
+        if tile is None:
+            return ""
+        tile["status"] = event.get("status", tile["status"])
+        if event.get("result"):
+            tile["result"] = fragments.render_markdown(event["result"])
+        tile["error"] = event.get("error", "") or tile.get("error", "")
+        return fragments.worker_changed(tile, self.chat.pk)
+
+    def _queue_text(self, text: str) -> None:
+        """Coalesce token deltas so the browser swaps at most ~20 times a second."""
+        self.pending_text.append(text)
+        if self.flusher is None or self.flusher.done():
+            self.flusher = asyncio.get_running_loop().create_task(self._flush_later())
+
+    async def _flush_later(self) -> None:
+        await asyncio.sleep(FLUSH_INTERVAL)
+        await self._flush()
+
+    async def _flush(self) -> None:
+        if self.pending_text and self.turn is not None:
+            text, self.pending_text = "".join(self.pending_text), []
+            await self.send(text_data=fragments.text_delta(self.turn, text))

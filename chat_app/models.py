@@ -67,6 +67,9 @@ class ChatSession(TenantModel):
     # the reaper closes running rows whose owner is gone.
     owner = models.CharField(max_length=200, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # The tool call that created this worker (AgentTool, or a gated call for the reviewer), so
+    # pages and audit trees can hang the worker under the call that spawned it.
+    spawned_by_call = models.CharField(max_length=200, blank=True)
     # One coordinator session per (user, chat thread): IM bridges key threads here.
     thread_key = models.CharField(max_length=255, blank=True)
 

@@ -122,7 +122,9 @@ def merge_usage(base: dict, extra: dict) -> dict:
     return merged
 
 
-def open_worker_session(parent: ChatSession, persona_name: str, description: str, prompt: str) -> ChatSession:
+def open_worker_session(
+    parent: ChatSession, persona_name: str, description: str, prompt: str, tool_call_id: str = ""
+) -> ChatSession:
     """The worker's row exists before the worker runs, so the session tree resolves at once (R12)."""
     kind = SessionKind.INVESTIGATION if persona_name == "incident-investigator" else SessionKind.WORK
     worker = ChatSession.objects.create(
@@ -136,6 +138,7 @@ def open_worker_session(parent: ChatSession, persona_name: str, description: str
         status=SessionStatus.PENDING,
         title=description[:200],
         description=description,
+        spawned_by_call=tool_call_id,
         owner=process_identity(),
         heartbeat_at=timezone.now(),
     )

@@ -1,0 +1,87 @@
+"""Chat pages. Thin: look the session up among the caller's own, render, or redirect."""
+
+from __future__ import annotations
+
+from asgiref.sync import async_to_sync
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from agents_app.runtime import get_runtime
+from chat_app import services
+from chat_app.models import ChatSession
+from chat_app.transcript import build_turns
+
+SIDEBAR_SIZE = 50
+
+
+def _own_chats(request: HttpRequest):
+    return ChatSession.objects.filter(user=request.user, parent_session__isnull=True)
+
+
+def _own_chat(request: HttpRequest, session_id: int) -> ChatSession:
+    return get_object_or_404(_own_chats(request), pk=session_id)
+
+
+@login_required
+def chat_home(request: HttpRequest) -> HttpResponse:
+    newest = _own_chats(request).order_by("-created_at").first()
+    if newest is None:
+        newest = services.start_chat(request.user)
+    return redirect("chat-page", newest.pk)
+
+
+@login_required
+@require_POST
+def chat_new(request: HttpRequest) -> HttpResponse:
+    return redirect("chat-page", services.start_chat(request.user).pk)
+
+
+@login_required
+def chat_page(request: HttpRequest, session_id: int) -> HttpResponse:
+    chat = _own_chat(request, session_id)
+    sessions = _own_chats(request).order_by("-created_at").only("pk", "title")[:SIDEBAR_SIZE]
+    context = {
+        "chat": chat,
+        "sessions": sessions,
+        "turns": build_turns(chat),
+        "chat_session_id": chat.pk,
+        "running": chat.status == "running",
+    }
+    return render(request, "chat/page.html", context)
+
+
+@login_required
+@require_POST
+def chat_rename(request: HttpRequest, session_id: int) -> HttpResponse:
+    chat = _own_chat(request, session_id)
+    chat.title = request.POST.get("title", "").strip()[:200] or chat.title
+    chat.save(update_fields=["title", "updated_at"])
+    return render(request, "chat/_sidebar_item.html", {"s": chat})
+
+
+@login_required
+@require_POST
+def chat_delete(request: HttpRequest, session_id: int) -> HttpResponse:
+    chat = _own_chat(request, session_id)
+    async_to_sync(get_runtime().stop_session)(chat.pk)
+    chat.delete()
+    return redirect("chat-home")
+
+
+@login_required
+@require_POST
+def chat_stop(request: HttpRequest, session_id: int) -> HttpResponse:
+    chat = _own_chat(request, session_id)
+    async_to_sync(get_runtime().stop_session)(chat.pk)
+    return HttpResponse(status=204)
+
+
+@login_required
+@require_POST
+def worker_stop(request: HttpRequest, session_id: int, worker_id: int) -> HttpResponse:
+    chat = _own_chat(request, session_id)
+    worker = get_object_or_404(ChatSession, pk=worker_id, root_session=chat)
+    async_to_sync(get_runtime().stop_worker)(worker.pk)
+    return HttpResponse(status=204)
