@@ -95,7 +95,8 @@ RULES = [
     ),
     (
         "PaymentsLatencyHigh",
-        'histogram_quantile(0.99, sum by (le) (rate(grpc_server_handling_seconds_bucket{service="payments"}[5m]))) > 1',
+        "histogram_quantile(0.99, sum by (le) "
+        '(rate(grpc_server_handling_seconds_bucket{service="payments"}[5m]))) > 1',
         "5m",
         Severity.HIGH,
         {"service": "payments"},

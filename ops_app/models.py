@@ -1,3 +1,5 @@
+import secrets
+
 from django.conf import settings
 from django.db import models
 
@@ -117,8 +119,6 @@ class AlertmanagerReceiver(TenantModel):
 
     def save(self, *args, **kwargs) -> None:
         if not self.token:
-            import secrets
-
             self.token = secrets.token_urlsafe(32)
         super().save(*args, **kwargs)
 
