@@ -15,6 +15,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db.models import Count, Q
 from django.db.models.fields.json import KeyTextTransform
+from django.db.models.lookups import Exact
 
 from agents_app.tools.base import ToolContext, ToolError, tool
 from ops_app.correlation import change_summary, correlate, incident_nodes
@@ -399,7 +400,7 @@ async def query_devices(
         if label:
             key, has_value, value = (part.strip() for part in label.partition("="))
             if has_value:
-                rows = rows.alias(label_value=KeyTextTransform(key, "labels")).filter(label_value=value)
+                rows = rows.filter(Exact(KeyTextTransform(key, "labels"), value))
             else:
                 rows = rows.filter(labels__has_key=key)
         total = rows.count()

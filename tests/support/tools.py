@@ -13,9 +13,9 @@ from asgiref.sync import async_to_sync
 from agents_app.tools.base import ToolContext, load_builtin_tools
 
 
-def run_tool(name: str, organization, **arguments):
-    """Run tool `name` for `organization`; the result must be plain JSON, as the LLM gets it."""
-    tool = load_builtin_tools()[name]
+def run_tool(tool_name: str, organization, /, **arguments):
+    """Run tool `tool_name` for `organization`; the result must be plain JSON, as the LLM gets it."""
+    tool = load_builtin_tools()[tool_name]
     result = async_to_sync(tool.handler)(ToolContext(organization_id=organization.id), **arguments)
     json.dumps(result, allow_nan=False)
     return result
