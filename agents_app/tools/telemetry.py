@@ -14,6 +14,7 @@ import math
 
 import httpx
 from django.conf import settings
+from django.utils import timezone
 
 from agents_app.tools.base import ToolContext, ToolError, tool
 from ops_app.timeutil import TimeParseError, iso, parse_duration, parse_time
@@ -37,9 +38,10 @@ def not_configured(variable: str, backend: str) -> dict:
     }
 
 
-def _time(value, name: str, default: dt.datetime | None = None) -> dt.datetime | None:
+def _time(value, name: str, default: dt.datetime | None = None, now: dt.datetime | None = None):
+    """Parse a tool's time argument; `now` pins relative times of one call to the same instant."""
     try:
-        return parse_time(value) or default
+        return parse_time(value, now) or default
     except TimeParseError as exc:
         raise ToolError(f"{name}: {exc}") from None
 
@@ -85,7 +87,8 @@ def plan_range(start: dt.datetime, end: dt.datetime, step: str | None, max_point
         raise ToolError("end must be after start")
     span = (end - start).total_seconds()
     wanted = parse_duration(step).total_seconds() if step else 0.0
-    return max(wanted, math.ceil(span / max_points), 1.0)
+    # A range includes both ends: n intervals give n + 1 points.
+    return max(wanted, math.ceil(span / max(max_points - 1, 1)), 1.0)
 
 
 def summarise_matrix(result: list[dict]) -> list[dict]:
@@ -171,11 +174,16 @@ async def query_promql(
             params["time"] = at.timestamp()
         response = await _get("Prometheus", api + "query", params)
     else:
-        begin, finish = _time(start, "start"), _time(end, "end", parse_time("now"))
+        now = timezone.now()
+        begin, finish = _time(start, "start", now=now), _time(end, "end", now, now=now)
         try:
             step_seconds = plan_range(begin, finish, step, min(max(int(max_points), 10), MAX_POINTS))
         except TimeParseError as exc:
             raise ToolError(f"step: {exc}") from None
+        # Anchor the grid on `end` so the newest point is the one asked for, not up to a step before it.
+        begin = finish - dt.timedelta(
+            seconds=step_seconds * ((finish - begin).total_seconds() // step_seconds)
+        )
         params = {"query": query, "start": begin.timestamp(), "end": finish.timestamp(), "step": step_seconds}
         response = await _get("Prometheus", api + "query_range", params)
     if response.status_code != 200:
@@ -253,8 +261,9 @@ async def query_logql(
         return not_configured("LOKI_URL", "Loki")
     if direction not in ("backward", "forward"):
         raise ToolError("direction must be 'backward' (newest first) or 'forward'")
-    finish = _time(end, "end", parse_time("now"))
-    begin = _time(start, "start", finish - dt.timedelta(hours=1))
+    now = timezone.now()
+    finish = _time(end, "end", now, now=now)
+    begin = _time(start, "start", finish - dt.timedelta(hours=1), now=now)
     limit = min(max(int(limit), 1), MAX_LOG_LINES)
     params = {"query": query, "start": _ns(begin), "end": _ns(finish), "limit": limit, "direction": direction}
     response = await _get("Loki", base.rstrip("/") + "/loki/api/v1/query_range", params)
@@ -355,8 +364,9 @@ async def query_traceql(
         if response.status_code != 200:
             raise _backend_error("Tempo", response)
         return {"status": "ok", "trace_id": trace_id, **summarise_trace(response.json())}
-    finish = _time(end, "end", parse_time("now"))
-    begin = _time(start, "start", finish - dt.timedelta(hours=1))
+    now = timezone.now()
+    finish = _time(end, "end", now, now=now)
+    begin = _time(start, "start", finish - dt.timedelta(hours=1), now=now)
     limit = min(max(int(limit), 1), MAX_TRACES)
     params = {"q": query, "start": int(begin.timestamp()), "end": int(finish.timestamp()), "limit": limit}
     response = await _get("Tempo", f"{base}/api/search", params)
