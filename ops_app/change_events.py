@@ -40,7 +40,9 @@ class Actor:
     name: str
 
 
-_actor: contextvars.ContextVar[Actor | None] = contextvars.ContextVar("ongrid_change_actor", default=None)
+_actor: contextvars.ContextVar[Actor | _RequestActor | None] = contextvars.ContextVar(
+    "ongrid_change_actor", default=None
+)
 _suppressed: contextvars.ContextVar[bool] = contextvars.ContextVar("ongrid_change_suppressed", default=False)
 
 # "app_label.ModelName" -> resource type recorded in ChangeEvent.resource_type

@@ -171,3 +171,22 @@ def test_query_change_events_filters_and_stays_in_its_tenant(org, other_org, mem
     assert [c["actor"] for c in week["changes"]] == ["alice", "old"]  # newest first
     assert run_tool("query_change_events", other_org)["changes"][0]["resource_name"] == "their-db"
     assert run_tool("query_change_events", other_org)["total"] == 1
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_actor_is_known_on_the_asgi_path_too(async_client, org):
+    """Under daphne the middleware chain is async; the admin view runs in a thread and must still
+    see the request's user."""
+    from asgiref.sync import sync_to_async
+
+    from ops_app import roles
+    from ops_app.services import create_user
+
+    admin = await sync_to_async(create_user)("olga", "olga-pass-123", org, roles.ORG_ADMIN)
+    device = await Device.objects.acreate(organization=org, name="db-01", address="10.0.0.7")
+    await async_client.aforce_login(admin)
+    url = reverse("admin:ops_app_device_change", args=[device.pk])
+    response = await async_client.post(url, _device_form(device, address="10.0.0.8"))
+    assert response.status_code == 302
+    event = await ChangeEvent.objects.aget(action="update")
+    assert (event.actor_id, event.actor_name, event.after) == (admin.pk, "olga", {"address": "10.0.0.8"})

@@ -185,3 +185,21 @@ def test_loki_and_tempo_not_configured(org, settings):
     assert run_tool("query_logql", org, query='{a="b"}')["status"] == "not_configured"
     tempo = run_tool("query_traceql", org, query='{a="b"}')
     assert tempo["status"] == "not_configured" and "TEMPO_URL" in tempo["message"]
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("now", "2026-03-01T12:00:00Z"),
+        ("now-90m", "2026-03-01T10:30:00Z"),
+        ("-1d", "2026-02-28T12:00:00Z"),
+        ("2026-02-01T08:00:00Z", "2026-02-01T08:00:00Z"),
+        ("2026-02-01T09:00:00+01:00", "2026-02-01T08:00:00Z"),
+        ("1772366400", "2026-03-01T12:00:00Z"),
+    ],
+)
+def test_tool_time_arguments(text, expected):
+    from ops_app.timeutil import iso, parse_time
+
+    now = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
+    assert iso(parse_time(text, now)) == expected

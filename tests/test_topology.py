@@ -127,6 +127,16 @@ def test_correlation_window_and_relatedness(org):
             summary=f"ops changed {name}",
         )
 
+    other = Incident.objects.create(organization=org, title="db disk", started_at=incident.started_at)
+    for name, service, minutes_after in (("DbDiskFull", "db", 5), ("BillingDown", "billing", 6)):
+        Alert.objects.create(
+            organization=org,
+            incident=other,
+            name=name,
+            fingerprint=name,
+            labels={"alertname": name, "service": service},
+            starts_at=incident.started_at + dt.timedelta(minutes=minutes_after),
+        )
     change("db", 25, db)  # related, in the window: earliest deviation
     change("billing", 10, TopologyNode.objects.get(name="billing"))  # in the window, unrelated
     change("db", 45, db)  # related but outside ±30 minutes
@@ -134,7 +144,13 @@ def test_correlation_window_and_relatedness(org):
     kinds = [
         (i["kind"], i.get("resource_name") or i.get("name"), i.get("related")) for i in result["timeline"]
     ]
-    assert kinds == [("change", "db", True), ("change", "billing", False), ("alert", "ApiSlow", None)]
+    assert kinds == [
+        ("change", "db", True),
+        ("change", "billing", False),
+        ("alert", "ApiSlow", None),
+        ("alert", "DbDiskFull", None),  # a neighbour's alert; billing is no neighbour of api
+    ]
+    assert [i["this_incident"] for i in result["timeline"] if i["kind"] == "alert"] == [True, False]
     assert [s["resource_name"] for s in result["suspect_changes"]] == ["db"]
     assert result["suspect_changes"][0]["minutes_before_start"] == 25.0
 
