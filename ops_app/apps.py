@@ -11,3 +11,7 @@ class OpsAppConfig(AppConfig):
         from ops_app import roles
 
         post_migrate.connect(roles.sync_role_permissions, dispatch_uid="ongrid-sync-roles")
+
+        from ops_app import change_events
+
+        change_events.connect()

@@ -1,3 +1,5 @@
+import secrets
+
 from django.conf import settings
 from django.db import models
 
@@ -85,3 +87,241 @@ class Device(TenantModel):
 
     def __str__(self) -> str:
         return self.name
+
+
+class Severity(models.TextChoices):
+    """Shared by incidents, alerts and rules; ordered from worst to mildest."""
+
+    CRITICAL = "critical", "Critical"
+    HIGH = "high", "High"
+    WARNING = "warning", "Warning"
+    INFO = "info", "Info"
+
+
+SEVERITY_RANK = {Severity.CRITICAL: 0, Severity.HIGH: 1, Severity.WARNING: 2, Severity.INFO: 3}
+
+
+class AlertmanagerReceiver(TenantModel):
+    """The secret that routes an Alertmanager webhook to one organization (the URL carries the
+    token, never the organization id, so a guessed id cannot inject alerts)."""
+
+    name = models.CharField(max_length=100, default="alertmanager")
+    token = models.CharField(max_length=64, unique=True, editable=False)
+    enabled = models.BooleanField(default=True)
+    last_delivery_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def save(self, *args, **kwargs) -> None:
+        if not self.token:
+            self.token = secrets.token_urlsafe(32)
+        super().save(*args, **kwargs)
+
+
+class Incident(TenantModel):
+    """Something wrong in the estate, usually one Alertmanager group of alerts."""
+
+    class Status(models.TextChoices):
+        FIRING = "firing", "Firing"
+        ACKNOWLEDGED = "acknowledged", "Acknowledged"
+        RESOLVED = "resolved", "Resolved"
+
+    class Source(models.TextChoices):
+        ALERTMANAGER = "alertmanager", "Alertmanager"
+        MANUAL = "manual", "Manual"
+        DEMO = "demo", "Demo estate"
+
+    title = models.CharField(max_length=300)
+    summary = models.TextField(blank=True)
+    severity = models.CharField(max_length=10, choices=Severity.choices, default=Severity.WARNING)
+    status = models.CharField(max_length=15, choices=Status.choices, default=Status.FIRING)
+    started_at = models.DateTimeField()
+    acknowledged_at = models.DateTimeField(null=True, blank=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    affected_services = models.JSONField(default=list, blank=True)
+    device = models.ForeignKey(
+        Device, null=True, blank=True, on_delete=models.SET_NULL, related_name="incidents"
+    )
+    source = models.CharField(max_length=20, choices=Source.choices, default=Source.MANUAL)
+    fingerprint = models.CharField(max_length=64, blank=True, help_text="Hash of the Alertmanager group key.")
+    group_key = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-started_at"]
+        indexes = [
+            models.Index(fields=["organization", "status", "-started_at"], name="incident_org_status_idx"),
+            models.Index(fields=["organization", "-started_at"], name="incident_org_started_idx"),
+            models.Index(fields=["organization", "fingerprint"], name="incident_org_fp_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class Alert(TenantModel):
+    """One Alertmanager alert instance: a label set (fingerprint) that started firing at `starts_at`."""
+
+    class Status(models.TextChoices):
+        FIRING = "firing", "Firing"
+        RESOLVED = "resolved", "Resolved"
+
+    incident = models.ForeignKey(
+        Incident, null=True, blank=True, on_delete=models.SET_NULL, related_name="alerts"
+    )
+    name = models.CharField(max_length=200, help_text="The alertname label.")
+    fingerprint = models.CharField(max_length=64)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.FIRING)
+    severity = models.CharField(max_length=10, choices=Severity.choices, default=Severity.WARNING)
+    labels = models.JSONField(default=dict, blank=True)
+    annotations = models.JSONField(default=dict, blank=True)
+    starts_at = models.DateTimeField()
+    ends_at = models.DateTimeField(null=True, blank=True)
+    generator_url = models.URLField(max_length=1000, blank=True)
+    received_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-starts_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["organization", "fingerprint", "starts_at"], name="alert_org_fp_start_uniq"
+            )
+        ]
+        indexes = [
+            models.Index(fields=["organization", "-starts_at"], name="alert_org_starts_idx"),
+            models.Index(fields=["organization", "status"], name="alert_org_status_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.status})"
+
+
+class AlertRule(TenantModel):
+    """An alerting rule as the estate defines it (Prometheus's live rules are read by the tool)."""
+
+    class Source(models.TextChoices):
+        MANUAL = "manual", "Manual"
+        PROMETHEUS = "prometheus", "Prometheus"
+        DEMO = "demo", "Demo estate"
+
+    name = models.CharField(max_length=200)
+    expression = models.TextField(help_text="PromQL expression.")
+    for_duration = models.CharField(max_length=20, blank=True, default="", help_text='e.g. "5m".')
+    severity = models.CharField(max_length=10, choices=Severity.choices, default=Severity.WARNING)
+    labels = models.JSONField(default=dict, blank=True)
+    annotations = models.JSONField(default=dict, blank=True)
+    source = models.CharField(max_length=20, choices=Source.choices, default=Source.MANUAL)
+    enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["organization", "name"], name="alertrule_org_name_uniq")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ChangeEvent(TenantModel):
+    """Who changed what, when: written automatically for tracked models (ops_app.change_events)."""
+
+    class Action(models.TextChoices):
+        CREATE = "create", "Created"
+        UPDATE = "update", "Changed"
+        DELETE = "delete", "Deleted"
+
+    occurred_at = models.DateTimeField()
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    actor_name = models.CharField(max_length=150, blank=True, help_text="Kept when the user is deleted.")
+    action = models.CharField(max_length=10, choices=Action.choices)
+    resource_type = models.CharField(max_length=50)
+    resource_id = models.CharField(max_length=64)
+    resource_name = models.CharField(max_length=300, blank=True)
+    summary = models.CharField(max_length=500, blank=True)
+    before = models.JSONField(default=dict, blank=True)
+    after = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-occurred_at"]
+        indexes = [
+            models.Index(fields=["organization", "-occurred_at"], name="change_org_when_idx"),
+            models.Index(fields=["organization", "resource_type", "resource_id"], name="change_org_res_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return self.summary or f"{self.action} {self.resource_type} {self.resource_name}"
+
+
+class TopologyNode(TenantModel):
+    """A vertex of the service graph: a service, host, database, queue..."""
+
+    class Kind(models.TextChoices):
+        SERVICE = "service", "Service"
+        HOST = "host", "Host"
+        DATABASE = "database", "Database"
+        CACHE = "cache", "Cache"
+        QUEUE = "queue", "Queue"
+        LOAD_BALANCER = "load_balancer", "Load balancer"
+        EXTERNAL = "external", "External dependency"
+        OTHER = "other", "Other"
+
+    name = models.CharField(max_length=200)
+    kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.SERVICE)
+    labels = models.JSONField(default=dict, blank=True)
+    description = models.TextField(blank=True)
+    device = models.ForeignKey(
+        Device, null=True, blank=True, on_delete=models.SET_NULL, related_name="topology_nodes"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["organization", "name"], name="toponode_org_name_uniq")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class TopologyEdge(TenantModel):
+    """`source` calls / depends on `target`: traffic flows from source to target (downstream)."""
+
+    source = models.ForeignKey(TopologyNode, on_delete=models.CASCADE, related_name="outgoing")
+    target = models.ForeignKey(TopologyNode, on_delete=models.CASCADE, related_name="incoming")
+    protocol = models.CharField(max_length=30, blank=True, help_text="http, grpc, postgresql, amqp...")
+    description = models.CharField(max_length=300, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["source__name", "target__name"]
+        constraints = [
+            models.UniqueConstraint(fields=["source", "target", "protocol"], name="topoedge_uniq"),
+            models.CheckConstraint(
+                condition=~models.Q(source=models.F("target")), name="topoedge_no_self_loop"
+            ),
+        ]
+        indexes = [models.Index(fields=["organization"], name="topoedge_org_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.source} → {self.target}" + (f" ({self.protocol})" if self.protocol else "")
+
+    def clean(self) -> None:
+        from django.core.exceptions import ValidationError
+
+        for end in (self.source, self.target):
+            if end is not None and self.organization_id and end.organization_id != self.organization_id:
+                raise ValidationError("Both ends of an edge must belong to the edge's organization.")

@@ -1,3 +1,7 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from ops_app import views
+
+urlpatterns = [
+    path("api/alertmanager/<str:token>/", views.alertmanager_webhook, name="alertmanager-webhook"),
+]

@@ -15,6 +15,7 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from ops_app import roles
+from ops_app.demo import load_demo_estate
 from ops_app.services import create_organization, set_membership
 
 
@@ -40,7 +41,10 @@ class Command(BaseCommand):
                 user.save()
             if not hasattr(user, "membership"):
                 set_membership(user, org, roles.ORG_ADMIN)
+            demo_loaded = load_demo_estate(org)
         self.stdout.write(f"Organization: {org.name}")
+        if demo_loaded:
+            self.stdout.write("Loaded the demo estate (devices, topology, rules, one firing incident).")
         self.stdout.write(f"Log in at {url} as {username} / {password}")
 
     def _password(self) -> tuple[str, bool]:
