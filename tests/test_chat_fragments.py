@@ -1,0 +1,83 @@
+"""What the chat socket sends: fragments for each runtime event, escaped, with charts."""
+
+from __future__ import annotations
+
+from chat_app import fragments
+from chat_app.charts import chart_for_tool, series_label
+
+RANGE_RESULT = {
+    "resultType": "matrix",
+    "series": [
+        {
+            "labels": {"__name__": "node_load1", "instance": "web-01"},
+            "points": [[0, 0.5], [60, 1.5], [120, 1.0]],
+        },
+        {
+            "labels": {"__name__": "node_load1", "instance": "web-02"},
+            "points": [[0, 0.1], [60, None], [120, 0.2]],
+        },
+    ],
+}
+
+
+def test_streamed_tokens_are_escaped_and_appended_to_the_turn_bubble():
+    html = fragments.text_delta(7, "<script>alert(1)</script> & more")
+    assert html.startswith('<span hx-swap-oob="beforeend:#stream-7">')
+    assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt; &amp; more" in html
+
+
+def test_tool_chip_escapes_tool_output_and_shows_status_and_duration():
+    started = fragments.tool_started(
+        3, {"call_id": "c1", "name": "query_incidents", "arguments_raw": '{"status": "firing"}'}
+    )
+    assert 'hx-swap-oob="beforeend:#activity-3"' in started and 'id="chip-c1"' in started
+    assert "status=firing" in started and "running" in started
+    ended = fragments.tool_ended(
+        {
+            "call_id": "c1",
+            "name": "query_incidents",
+            "status": "ok",
+            "content": "<img src=x onerror=alert(1)>",
+            "duration_ms": 12,
+        }
+    )
+    assert 'id="chip-c1"' in ended and 'hx-swap-oob="true"' in ended
+    assert "<img" not in ended and "&lt;img src=x onerror=alert(1)&gt;" in ended
+    assert "12 ms" in ended
+
+
+def test_control_tools_get_tiles_not_chips():
+    assert fragments.tool_started(1, {"call_id": "a", "name": "AgentTool", "arguments_raw": "{}"}) == ""
+
+
+def test_worker_tile_lifecycle_and_result_rendered_as_safe_markdown():
+    tile = fragments.tile_context(
+        {"session": 9, "persona": "specialist-disk", "description": "Check /var", "status": "pending"}
+    )
+    new = fragments.worker_started(
+        4, {"session": 9, "persona": "specialist-disk", "description": "Check /var"}, 2
+    )
+    assert "beforeend:#activity-4" in new and 'id="tile-9"' in new and "specialist-disk" in new
+    assert "/chat/2/workers/9/stop/" in new
+    tile.update(
+        status="completed", result=fragments.render_markdown("**38G** in /var/log <script>x</script>")
+    )
+    done = fragments.worker_changed(tile, 2)
+    assert "<strong>38G</strong>" in done and "<script>" not in done
+    assert "/workers/9/stop/" not in done  # no Stop once finished
+
+
+def test_final_answer_is_markdown_and_errors_are_plain():
+    ok = fragments.turn_ended(5, {"text": "Use `df -h`", "error": ""}, 2)
+    assert 'id="stream-5"' in ok and "<code>df -h</code>" in ok
+    failed = fragments.turn_ended(5, {"text": "", "error": "LLM unreachable <b>"}, 2)
+    assert 'role="alert"' in failed and "LLM unreachable &lt;b&gt;" in failed
+
+
+def test_promql_range_results_become_a_chart_with_a_legend():
+    svg = chart_for_tool("query_promql", RANGE_RESULT)
+    assert svg.count("<polyline") == 2
+    assert 'node_load1{instance="web-01"}' in svg.replace("&quot;", '"')
+    assert chart_for_tool("query_promql", {"series": []}) == ""
+    assert chart_for_tool("query_incidents", RANGE_RESULT) == ""
+    assert series_label({}) == "{}"
