@@ -46,14 +46,22 @@ LLM_TOKENS = Counter("ongrid_llm_tokens", "Tokens used by model and kind.", ["mo
 class WorkerSessionCollector:
     """Active worker sessions (pending / running) by status, counted in the database."""
 
+    def describe(self):
+        # Lets the registry learn the metric's name without touching the database at import time.
+        yield self._family()
+
+    @staticmethod
+    def _family() -> GaugeMetricFamily:
+        return GaugeMetricFamily(
+            "ongrid_worker_sessions", "Worker sessions that have not finished, by status.", labels=["status"]
+        )
+
     def collect(self):
         from django.db.models import Count
 
         from chat_app.models import ChatSession, SessionStatus
 
-        gauge = GaugeMetricFamily(
-            "ongrid_worker_sessions", "Worker sessions that have not finished, by status.", labels=["status"]
-        )
+        gauge = self._family()
         counts = dict.fromkeys((SessionStatus.PENDING.value, SessionStatus.RUNNING.value), 0)
         rows = (
             ChatSession.objects.filter(parent_session__isnull=False, status__in=list(counts))
