@@ -14,7 +14,8 @@ from audit_app.models import AuditLog, LLMCall
 from chat_app.models import ChatSession
 from tests.fake_llm import call, error, text, tool_calls
 from tests.support.agents import context, make_tool, persona, provider_for
-from tests.support.fake_llm import fake_llm  # noqa: F401
+
+pytest_plugins = ["tests.support.fake_llm"]
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

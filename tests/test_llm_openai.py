@@ -14,7 +14,8 @@ from agents_app.llm.offline import OfflineProvider
 from agents_app.llm.openai_provider import OpenAIProvider
 from tests.fake_llm import FakeLLM, Reply, call, error, text, tool_calls
 from tests.support.agents import provider_for
-from tests.support.fake_llm import fake_llm  # noqa: F401
+
+pytest_plugins = ["tests.support.fake_llm"]
 
 USER = [{"role": "user", "content": "hello"}]
 TOOL = [{"type": "function", "function": {"name": "query_promql", "parameters": {"type": "object"}}}]

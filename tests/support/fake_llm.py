@@ -1,6 +1,6 @@
 """Pytest fixture for the fake OpenAI-compatible server (`tests/fake_llm.py`).
 
-Import it into a test module (`from tests.support.fake_llm import fake_llm  # noqa: F401`).
+Load it in a test module with `pytest_plugins = ["tests.support.fake_llm"]`.
 """
 
 from __future__ import annotations
