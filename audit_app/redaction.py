@@ -34,9 +34,9 @@ SECRET_KEY_WORDS = (
 )
 
 _KEY = r"[^\"\\]*(?:" + "|".join(re.escape(word) for word in SECRET_KEY_WORDS) + r")[^\"\\]*"
-# "key": "string value" | "key": scalar
+# "key": "string value" | "key": scalar; an unterminated string (invalid JSON) runs to the end
 _JSON_MEMBER = re.compile(
-    r'(?P<head>"' + _KEY + r'"\s*:\s*)(?P<value>"(?:[^"\\]|\\.)*"|[^\s,{}\[\]"]+)', re.IGNORECASE
+    r'(?P<head>"' + _KEY + r'"\s*:\s*)(?P<value>"(?:[^"\\]|\\.)*"?|[^\s,{}\[\]"]+)', re.IGNORECASE
 )
 # key=value / key: value in free text (command lines, URLs, env dumps, headers)
 _PAIR = re.compile(
