@@ -12,6 +12,7 @@ from agents_app.llm import get_provider
 from agents_app.llm.base import LLMCompletion, LLMDelta, LLMError
 from agents_app.llm.offline import OfflineProvider
 from agents_app.llm.openai_provider import OpenAIProvider
+from ongrid_site import config
 from tests.fake_llm import FakeLLM, Reply, call, error, text, tool_calls
 from tests.support.agents import provider_for
 
@@ -150,3 +151,23 @@ def test_get_provider_follows_settings(monkeypatch):
     assert isinstance(get_provider("offline"), OfflineProvider)
     monkeypatch.setattr(settings, "CONFIG", dataclasses.replace(base, llm="offline"))
     assert isinstance(get_provider(), OfflineProvider)
+
+
+def test_llm_and_tool_limits_come_from_the_environment():
+    loaded = config.load(
+        {
+            "SECRET_KEY": "x",
+            "ONGRID_LLM_TIMEOUT": "12.5",
+            "ONGRID_LLM_MAX_RETRIES": "0",
+            "ONGRID_TOOL_RESULT_LIMIT": "4000",
+            "ONGRID_METRICS_TOKEN": "t",
+        }
+    )
+    assert (loaded.llm_timeout, loaded.llm_max_retries, loaded.tool_result_limit) == (12.5, 0, 4000)
+    assert loaded.metrics_token == "t"
+    defaults = config.load({"SECRET_KEY": "x"})
+    assert (defaults.llm_timeout, defaults.llm_max_retries, defaults.tool_result_limit) == (60.0, 3, 16000)
+    with pytest.raises(config.ConfigError, match="ONGRID_LLM_TIMEOUT must be a number"):
+        config.load({"SECRET_KEY": "x", "ONGRID_LLM_TIMEOUT": "soon"})
+    with pytest.raises(config.ConfigError, match="ONGRID_TOOL_RESULT_LIMIT must be at least 200"):
+        config.load({"SECRET_KEY": "x", "ONGRID_TOOL_RESULT_LIMIT": "10"})

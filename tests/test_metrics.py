@@ -12,7 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from agents_app.events import NullSink
 from agents_app.kernel import CancelToken, run_agent
 from agents_app.llm.offline import OfflineProvider
-from agents_app.tools.invoke import invoke_tool
+from agents_app.tools.invoke import invoke_tool, record_unknown_tool
 from chat_app.models import ChatSession
 from tests.support.agents import context, make_tool, persona
 
@@ -58,6 +58,20 @@ def test_tool_invocations_and_durations_are_counted(client, org):
         == 1
     )
     assert value(after, "ongrid_tool_duration_seconds_count", tool="metrics_ok_tool") >= 2
+
+
+def test_hallucinated_tool_names_share_one_label(client, org):
+    before = scrape(client)
+    async_to_sync(record_unknown_tool)("made_up_tool_1", context(org), "{}", ["query_devices"])
+    async_to_sync(record_unknown_tool)("made_up_tool_2", context(org), "{}", ["query_devices"])
+    after = scrape(client)
+    name = "ongrid_tool_invocations_total"
+    assert (
+        value(after, name, tool="(unknown)", status="error")
+        - value(before, name, tool="(unknown)", status="error")
+        == 2
+    )
+    assert value(after, name, tool="made_up_tool_1", status="error") == 0
 
 
 def test_llm_calls_are_counted_by_model_and_status(client, org):

@@ -18,6 +18,7 @@ from typing import Any
 import openai
 
 from agents_app.llm.base import LLMCompletion, LLMDelta, LLMError, LLMEvent, ToolCall
+from audit_app.redaction import redact_text
 
 logger = logging.getLogger(__name__)
 
@@ -135,7 +136,9 @@ class OpenAIProvider:
             raise _translate(error, model, self.base_url) from error
         except Exception as error:  # transport failures the SDK does not wrap mid-stream
             if type(error).__module__.split(".")[0] in {"httpx", "httpx2", "httpcore"}:
-                raise LLMError(f"connection to the LLM endpoint broke: {error}", retryable=True) from error
+                raise LLMError(
+                    f"the connection to the LLM endpoint broke: {type(error).__name__}", retryable=True
+                ) from error
             raise
         yield LLMCompletion(
             text="".join(text),
@@ -197,9 +200,10 @@ def _translate(error: openai.APIError, model: str, base_url: str | None) -> LLME
 
 
 def _detail(error: openai.APIError) -> str:
+    """The server's own words, minus any echo of the key (OpenAI quotes part of a rejected key)."""
     body = getattr(error, "body", None)
     if isinstance(body, dict):
         inner = body.get("error", body)
         if isinstance(inner, dict) and inner.get("message"):
-            return str(inner["message"])
-    return getattr(error, "message", None) or str(error)
+            return redact_text(str(inner["message"]))
+    return redact_text(getattr(error, "message", None) or str(error))

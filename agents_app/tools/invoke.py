@@ -16,6 +16,7 @@ import asyncio
 import json
 import logging
 import time
+import traceback
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -144,18 +145,38 @@ async def record_unknown_tool(
     """The LLM named a tool it does not have: tell it which ones exist, and audit the attempt."""
     listing = ", ".join(sorted(known)) or "none"
     message = f"Error: there is no tool named {name!r}. Available tools: {listing}."
-    return await record_not_run(name or "(none)", ctx, arguments_raw, "error", message)
+    return await record_not_run(
+        name or "(none)", ctx, arguments_raw, "error", message, metric_name="(unknown)"
+    )
 
 
 async def record_not_run(
-    name: str, ctx: ToolContext, arguments_raw: str, status: str, message: str, tool_class: str = ""
+    name: str,
+    ctx: ToolContext,
+    arguments_raw: str,
+    status: str,
+    message: str,
+    tool_class: str = "",
+    metric_name: str | None = None,
 ) -> ToolOutcome:
-    """Account for a call the kernel decided not to run (unknown tool, budget spent, agent stopped)."""
+    """Account for a call the kernel decided not to run (unknown tool, budget spent, agent stopped).
+
+    `metric_name` replaces the tool name in metrics, so hallucinated names cannot grow label sets.
+    """
     if not ctx.organization_id:
-        metrics.record_tool(name, "rejected", 0.0)
+        metrics.record_tool(metric_name or name, "rejected", 0.0)
         return ToolOutcome(ctx.tool_call_id, name, "rejected", message, error=message)
     return await _account(
-        name, tool_class, ctx, arguments_raw, status, message, message, datetime.now(UTC), time.monotonic()
+        name,
+        tool_class,
+        ctx,
+        arguments_raw,
+        status,
+        message,
+        message,
+        datetime.now(UTC),
+        time.monotonic(),
+        metric_name=metric_name,
     )
 
 
@@ -218,12 +239,18 @@ async def _execute(tool: Tool, ctx: ToolContext, arguments: dict) -> tuple[str, 
     except ToolError as error:
         return "error", f"Error: {error}", str(error)
     except Exception as error:
-        logger.exception("tool %s crashed", tool.name)
+        _log_crash(tool.name, error)
         message = f"Error: {tool.name} failed with an internal error ({type(error).__name__}: {error})."
         return "error", message, message
     if isinstance(value, ToolResult):
         return value.status, render(value.content), ""
     return "ok", render(value), ""
+
+
+def _log_crash(name: str, error: Exception) -> None:
+    """Log a tool bug with its traceback, minus any credential its message may carry."""
+    trace = "".join(traceback.format_tb(error.__traceback__))
+    logger.error("tool %s crashed: %s\n%s", name, redact_text(f"{type(error).__name__}: {error}"), trace)
 
 
 async def _account(
@@ -236,12 +263,13 @@ async def _account(
     error: str,
     started_at: datetime,
     clock: float,
+    metric_name: str | None = None,
 ) -> ToolOutcome:
     """Audit row + metrics; a failing audit write is logged, never hidden from the caller's result."""
     seconds = time.monotonic() - clock
     duration_ms = int(seconds * 1000)
     shown = truncate(content)
-    metrics.record_tool(name, status, seconds)
+    metrics.record_tool(metric_name or name, status, seconds)
     audit_id = None
     try:
         from audit_app.models import AuditLog
