@@ -254,3 +254,45 @@ async def test_persona_model_is_requested(fake_llm, org, session):
     fake_llm.script(text("hi"))
     await run(fake_llm, org, session, who=persona(model="bigger-model"))
     assert fake_llm.chat_requests[0].body["model"] == "bigger-model"
+
+
+async def test_a_stop_during_streaming_ends_the_run_without_another_call(fake_llm, org, session):
+    token = CancelToken()
+
+    class StopOnFirstDelta(ListSink):
+        async def emit(self, event):
+            await super().emit(event)
+            if isinstance(event, TextDelta):
+                token.cancel("Stop pressed while streaming")
+
+    fake_llm.script(text("a long answer " * 20, chunk_size=8), text("never requested"))
+    result, sink = await run(fake_llm, org, session, cancel=token, sink=StopOnFirstDelta())
+    assert result.status == "killed" and "while streaming" in result.error
+    assert len(sink.of(TextDelta)) < 5
+    assert len(fake_llm.chat_requests) == 1
+
+
+async def test_concurrent_agents_get_their_own_script_by_system_prompt(fake_llm, org):
+    from tests.fake_llm import Reply
+
+    def by_persona(request) -> Reply:
+        who = "disk" if "You are specialist-disk." in request.system_prompt else "network"
+        if any(m["role"] == "tool" for m in request.messages):
+            return text(f"{who} done")
+        return tool_calls(call("probe", {"who": who}))
+
+    fake_llm.route(by_persona)
+    seen = []
+
+    async def probe(ctx, who: str):
+        seen.append((ctx.persona_name, who))
+        return f"probed {who}"
+
+    params = {"type": "object", "properties": {"who": {"type": "string"}}, "required": ["who"]}
+    tools = [make_tool("probe", probe, params=params)]
+    disk, network = await asyncio.gather(
+        run(fake_llm, org, who=persona("specialist-disk"), tools=tools),
+        run(fake_llm, org, who=persona("specialist-network"), tools=tools),
+    )
+    assert (disk[0].text, network[0].text) == ("disk done", "network done")
+    assert sorted(seen) == [("specialist-disk", "disk"), ("specialist-network", "network")]

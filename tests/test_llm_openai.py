@@ -171,3 +171,24 @@ def test_llm_and_tool_limits_come_from_the_environment():
         config.load({"SECRET_KEY": "x", "ONGRID_LLM_TIMEOUT": "soon"})
     with pytest.raises(config.ConfigError, match="ONGRID_TOOL_RESULT_LIMIT must be at least 200"):
         config.load({"SECRET_KEY": "x", "ONGRID_TOOL_RESULT_LIMIT": "10"})
+
+
+async def test_the_fake_serves_other_processes(fake_llm):
+    import asyncio
+    import sys
+
+    fake_llm.script(text("hello from another process"))
+    program = (
+        "import openai, sys\n"
+        "client = openai.OpenAI(api_key='x', base_url=sys.argv[1], max_retries=0)\n"
+        "ask = [{'role': 'user', 'content': 'hi'}]\n"
+        "reply = client.chat.completions.create(model='fake-model', messages=ask)\n"
+        "print(reply.choices[0].message.content)\n"
+    )
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", program, fake_llm.base_url, stdout=asyncio.subprocess.PIPE
+    )
+    out, _ = await asyncio.wait_for(child.communicate(), timeout=60)
+    assert child.returncode == 0
+    assert out.decode().strip() == "hello from another process"
+    assert fake_llm.chat_requests[0].messages == [{"role": "user", "content": "hi"}]

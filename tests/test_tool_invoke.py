@@ -148,3 +148,21 @@ async def test_tool_result_rejects_unknown_statuses():
 def test_truncate_leaves_short_text_alone():
     assert truncate("short", 10) == "short"
     assert truncate("a" * 11, 10) == "a" * 10 + "\n…[truncated: showing 10 of 11 characters]"
+
+
+async def test_a_call_cancelled_while_running_is_audited_as_killed(org):
+    import asyncio
+
+    entered = asyncio.Event()
+
+    async def slow(ctx, cmd: str):
+        entered.set()
+        await asyncio.Event().wait()
+
+    task = asyncio.create_task(invoke_tool(make_tool("host_bash", slow), context(org), '{"cmd": "sleep"}'))
+    await asyncio.wait_for(entered.wait(), timeout=5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    row = await AuditLog.objects.aget(tool="host_bash")
+    assert row.status == "killed" and row.arguments == '{"cmd": "sleep"}'
