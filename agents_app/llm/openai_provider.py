@@ -117,21 +117,22 @@ class OpenAIProvider:
         finish_reason = "stop"
         try:
             stream = await client.chat.completions.create(**request)
-            async for chunk in stream:
-                if chunk.usage:
-                    usage = {
-                        "prompt_tokens": chunk.usage.prompt_tokens or 0,
-                        "completion_tokens": chunk.usage.completion_tokens or 0,
-                    }
-                for choice in chunk.choices:
-                    delta = choice.delta
-                    if delta is not None and delta.content:
-                        text.append(delta.content)
-                        yield LLMDelta(delta.content)
-                    for piece in (delta.tool_calls if delta is not None else None) or []:
-                        _accumulate(calls, piece)
-                    if choice.finish_reason:
-                        finish_reason = choice.finish_reason
+            async with stream:  # closes the HTTP response even when the consumer stops early
+                async for chunk in stream:
+                    if chunk.usage:
+                        usage = {
+                            "prompt_tokens": chunk.usage.prompt_tokens or 0,
+                            "completion_tokens": chunk.usage.completion_tokens or 0,
+                        }
+                    for choice in chunk.choices or []:
+                        delta = choice.delta
+                        if delta is not None and delta.content:
+                            text.append(delta.content)
+                            yield LLMDelta(delta.content)
+                        for piece in (delta.tool_calls if delta is not None else None) or []:
+                            _accumulate(calls, piece)
+                        if choice.finish_reason:
+                            finish_reason = choice.finish_reason
         except openai.APIError as error:
             raise _translate(error, model, self.base_url) from error
         except Exception as error:  # transport failures the SDK does not wrap mid-stream

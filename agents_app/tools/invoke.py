@@ -18,7 +18,7 @@ import logging
 import time
 import traceback
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -105,38 +105,32 @@ class _Refusal(Exception):
         self.message = message
 
 
+@dataclass(frozen=True)
+class _Call:
+    """One call being accounted for: what the audit row and the metric sample need to know."""
+
+    name: str
+    tool_class: str
+    ctx: ToolContext
+    arguments_raw: str
+    started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    clock: float = field(default_factory=time.monotonic)
+    metric_name: str | None = None  # replaces `name` in metrics (hallucinated names)
+
+
 async def invoke_tool(
     tool: Tool, ctx: ToolContext, arguments_raw: str, *, cancel: CancelToken | None = None
 ) -> ToolOutcome:
     """Run one tool call through the whole chain and account for it."""
-    started_at = datetime.now(UTC)
-    clock = time.monotonic()
     if not ctx.organization_id:
-        # Tenant binding: no organization, no call — and no audit row, which needs a tenant.
-        logger.warning("refused %s: no organization bound to the call", tool.name)
-        metrics.record_tool(tool.name, "rejected", 0.0)
-        message = "Refused: this call is not bound to an organization."
-        return ToolOutcome(ctx.tool_call_id, tool.name, "rejected", message, error=message)
+        return _refuse_unbound(tool.name, ctx)
+    current = _Call(tool.name, tool.tool_class, ctx, arguments_raw)
     try:
         status, content, error = await _run(tool, ctx, arguments_raw, cancel)
     except asyncio.CancelledError:
-        await asyncio.shield(
-            _account(
-                tool.name,
-                tool.tool_class,
-                ctx,
-                arguments_raw,
-                "killed",
-                "",
-                "stopped while running",
-                started_at,
-                clock,
-            )
-        )
+        await asyncio.shield(_account(current, "killed", "", "stopped while running"))
         raise
-    return await _account(
-        tool.name, tool.tool_class, ctx, arguments_raw, status, content, error, started_at, clock
-    )
+    return await _account(current, status, content, error)
 
 
 async def record_unknown_tool(
@@ -164,20 +158,17 @@ async def record_not_run(
     `metric_name` replaces the tool name in metrics, so hallucinated names cannot grow label sets.
     """
     if not ctx.organization_id:
-        metrics.record_tool(metric_name or name, "rejected", 0.0)
-        return ToolOutcome(ctx.tool_call_id, name, "rejected", message, error=message)
-    return await _account(
-        name,
-        tool_class,
-        ctx,
-        arguments_raw,
-        status,
-        message,
-        message,
-        datetime.now(UTC),
-        time.monotonic(),
-        metric_name=metric_name,
-    )
+        return _refuse_unbound(metric_name or name, ctx)
+    current = _Call(name, tool_class, ctx, arguments_raw, metric_name=metric_name)
+    return await _account(current, status, message, message)
+
+
+def _refuse_unbound(name: str, ctx: ToolContext) -> ToolOutcome:
+    """Tenant binding: no organization, no call — and no audit row, which needs a tenant."""
+    logger.warning("refused %s: no organization bound to the call", name)
+    metrics.record_tool(name, "rejected", 0.0)
+    message = "Refused: this call is not bound to an organization."
+    return ToolOutcome(ctx.tool_call_id, name, "rejected", message, error=message)
 
 
 async def _run(
@@ -253,23 +244,13 @@ def _log_crash(name: str, error: Exception) -> None:
     logger.error("tool %s crashed: %s\n%s", name, redact_text(f"{type(error).__name__}: {error}"), trace)
 
 
-async def _account(
-    name: str,
-    tool_class: str,
-    ctx: ToolContext,
-    arguments_raw: str,
-    status: str,
-    content: str,
-    error: str,
-    started_at: datetime,
-    clock: float,
-    metric_name: str | None = None,
-) -> ToolOutcome:
+async def _account(current: _Call, status: str, content: str, error: str) -> ToolOutcome:
     """Audit row + metrics; a failing audit write is logged, never hidden from the caller's result."""
-    seconds = time.monotonic() - clock
+    seconds = time.monotonic() - current.clock
     duration_ms = int(seconds * 1000)
     shown = truncate(content)
-    metrics.record_tool(metric_name or name, status, seconds)
+    metrics.record_tool(current.metric_name or current.name, status, seconds)
+    ctx = current.ctx
     audit_id = None
     try:
         from audit_app.models import AuditLog
@@ -280,17 +261,19 @@ async def _account(
             user_id=ctx.user_id,
             persona=ctx.persona_name[:100],
             tool_call_id=ctx.tool_call_id[:200],
-            tool=name[:200],
-            tool_class=tool_class,
-            arguments=redact_arguments(arguments_raw),
+            tool=current.name[:200],
+            tool_class=current.tool_class,
+            arguments=redact_arguments(current.arguments_raw),
             result=redact_text(shown),
             result_size=len(content),
             status=status,
             error=redact_text(error),
-            started_at=started_at,
+            started_at=current.started_at,
             duration_ms=duration_ms,
         )
         audit_id = row.pk
     except Exception:
-        logger.exception("could not write the audit row for %s (call %s)", name, ctx.tool_call_id)
-    return ToolOutcome(ctx.tool_call_id, name, status, shown, error, duration_ms, len(content), audit_id)
+        logger.exception("could not write the audit row for %s (call %s)", current.name, ctx.tool_call_id)
+    return ToolOutcome(
+        ctx.tool_call_id, current.name, status, shown, error, duration_ms, len(content), audit_id
+    )
