@@ -1,3 +1,7 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from agents_app.metrics import metrics_view
+
+urlpatterns: list = [
+    path("metrics", metrics_view, name="metrics"),
+]
