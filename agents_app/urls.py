@@ -1,3 +1,12 @@
-from django.urls import path  # noqa: F401
+from django.urls import include, path
+from rest_framework.routers import SimpleRouter
 
-urlpatterns: list = []
+from agents_app import api
+
+router = SimpleRouter()
+router.register("api/agents/custom", api.UserAgentViewSet, basename="user-agent")
+
+urlpatterns: list = [
+    path("api/agents/", api.AgentCatalogView.as_view(), name="agent-catalog"),
+    path("", include(router.urls)),
+]

@@ -7,55 +7,161 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('ops_app', '0003_device'),
+        ("ops_app", "0003_device"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='RegistryVersion',
+            name="RegistryVersion",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('version', models.PositiveBigIntegerField(default=0)),
-                ('organization', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='ops_app.organization')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("version", models.PositiveBigIntegerField(default=0)),
+                (
+                    "organization",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="ops_app.organization",
+                    ),
+                ),
             ],
             options={
-                'db_table': 'agent_registry_versions',
-                'constraints': [models.UniqueConstraint(fields=('organization',), name='registry_version_org_uniq')],
+                "db_table": "agent_registry_versions",
+                "constraints": [
+                    models.UniqueConstraint(fields=("organization",), name="registry_version_org_uniq")
+                ],
             },
         ),
         migrations.CreateModel(
-            name='UserAgent',
+            name="UserAgent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(help_text='Lowercase kebab-case, e.g. specialist-postgres. This is the subagent_type.', max_length=64)),
-                ('description', models.CharField(help_text='One line: what this agent is for.', max_length=500)),
-                ('when_to_use', models.TextField(help_text='When the coordinator should dispatch to it; the first line shows in the catalog.')),
-                ('body', models.TextField(blank=True, help_text='The system prompt (Markdown).')),
-                ('tools', models.JSONField(blank=True, help_text="Whitelist of tool names or * patterns; empty = the coordinator's read-only set.", null=True)),
-                ('disallowed_tools', models.JSONField(blank=True, default=list, help_text='Blacklist; beats the whitelist.')),
-                ('permission_mode', models.CharField(choices=[('read-only', 'read-only'), ('mutating-with-confirm', 'mutating-with-confirm'), ('dual-sign-required', 'dual-sign-required')], default='read-only', max_length=32)),
-                ('max_turns', models.PositiveSmallIntegerField(default=15, validators=[django.core.validators.MinValueValidator(1), django.core.validators.MaxValueValidator(200)])),
-                ('max_tool_calls', models.PositiveSmallIntegerField(blank=True, help_text='Tool-call budget; empty = none.', null=True, validators=[django.core.validators.MinValueValidator(1)])),
-                ('model', models.CharField(blank=True, help_text='LLM model; empty = ONGRID_MODEL.', max_length=200)),
-                ('critical_reminder', models.TextField(blank=True, help_text='Re-injected every turn.')),
-                ('skills', models.JSONField(blank=True, default=list, help_text='Names of skills to activate.')),
-                ('extra', models.JSONField(blank=True, default=dict, help_text='Unknown front-matter keys, kept.')),
-                ('enabled', models.BooleanField(default=True, help_text='Disabled agents are not in the registry.')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('organization', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='ops_app.organization')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "name",
+                    models.CharField(
+                        help_text="Lowercase kebab-case, e.g. specialist-postgres. This is the subagent_type.",
+                        max_length=64,
+                    ),
+                ),
+                (
+                    "description",
+                    models.CharField(help_text="One line: what this agent is for.", max_length=500),
+                ),
+                (
+                    "when_to_use",
+                    models.TextField(
+                        help_text="When the coordinator should dispatch to it; the first line shows in the catalog."
+                    ),
+                ),
+                ("body", models.TextField(blank=True, help_text="The system prompt (Markdown).")),
+                (
+                    "tools",
+                    models.JSONField(
+                        blank=True,
+                        help_text="Whitelist of tool names or * patterns; empty = the coordinator's read-only set.",
+                        null=True,
+                    ),
+                ),
+                (
+                    "disallowed_tools",
+                    models.JSONField(blank=True, default=list, help_text="Blacklist; beats the whitelist."),
+                ),
+                (
+                    "permission_mode",
+                    models.CharField(
+                        choices=[
+                            ("read-only", "read-only"),
+                            ("mutating-with-confirm", "mutating-with-confirm"),
+                            ("dual-sign-required", "dual-sign-required"),
+                        ],
+                        default="read-only",
+                        max_length=32,
+                    ),
+                ),
+                (
+                    "max_turns",
+                    models.PositiveSmallIntegerField(
+                        default=15,
+                        validators=[
+                            django.core.validators.MinValueValidator(1),
+                            django.core.validators.MaxValueValidator(200),
+                        ],
+                    ),
+                ),
+                (
+                    "max_tool_calls",
+                    models.PositiveSmallIntegerField(
+                        blank=True,
+                        help_text="Tool-call budget; empty = none.",
+                        null=True,
+                        validators=[django.core.validators.MinValueValidator(1)],
+                    ),
+                ),
+                (
+                    "model",
+                    models.CharField(
+                        blank=True, help_text="LLM model; empty = ONGRID_MODEL.", max_length=200
+                    ),
+                ),
+                ("critical_reminder", models.TextField(blank=True, help_text="Re-injected every turn.")),
+                (
+                    "skills",
+                    models.JSONField(blank=True, default=list, help_text="Names of skills to activate."),
+                ),
+                (
+                    "extra",
+                    models.JSONField(blank=True, default=dict, help_text="Unknown front-matter keys, kept."),
+                ),
+                (
+                    "enabled",
+                    models.BooleanField(default=True, help_text="Disabled agents are not in the registry."),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "organization",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="ops_app.organization",
+                    ),
+                ),
             ],
             options={
-                'db_table': 'user_agents',
-                'ordering': ['name'],
-                'indexes': [models.Index(fields=['organization', 'enabled', 'name'], name='user_agent_org_enabled_idx')],
-                'constraints': [models.UniqueConstraint(fields=('organization', 'name'), name='user_agent_org_name_uniq')],
+                "db_table": "user_agents",
+                "ordering": ["name"],
+                "indexes": [
+                    models.Index(
+                        fields=["organization", "enabled", "name"], name="user_agent_org_enabled_idx"
+                    )
+                ],
+                "constraints": [
+                    models.UniqueConstraint(fields=("organization", "name"), name="user_agent_org_name_uniq")
+                ],
             },
         ),
     ]
