@@ -90,7 +90,8 @@ class UserAgent(TenantModel):
             "critical_reminder": self.critical_reminder,
             "skills": self.skills or [],
         }
-        meta.update(self.extra or {})
+        # Unknown keys only: a known key smuggled into `extra` must not override its own column.
+        meta.update({key: value for key, value in (self.extra or {}).items() if key not in meta})
         return meta
 
     def to_persona(self) -> Persona:

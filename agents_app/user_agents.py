@@ -18,6 +18,7 @@ from agents_app import registry, tool_names
 from agents_app.models import RegistryVersion, UserAgent
 from agents_app.personas import (
     COORDINATOR,
+    KNOWN_KEYS,
     NAME_MAX_LENGTH,
     NAME_RE,
     REVIEWER,
@@ -103,6 +104,10 @@ def field_errors(agent: UserAgent, user=None) -> dict[str, list[str]]:
             add("skills", f"Unknown skill(s): {', '.join(missing)}.")
     if not isinstance(agent.extra or {}, dict):
         add("extra", "Must be a mapping of keys to values.")
+    else:
+        clashing = sorted(key for key in agent.extra or {} if key in KNOWN_KEYS)
+        if clashing:
+            add("extra", f"These keys have their own fields: {', '.join(clashing)}.")
     if not errors:
         try:
             agent.to_persona()

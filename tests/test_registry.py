@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.db import connections
 
 from agents_app import registry
 from agents_app.catalog import agent_catalog
@@ -398,6 +399,9 @@ async def test_aget_registry_works_on_the_event_loop(org):
     from agents_app.registry import aget_registry
 
     await sync_to_async(make_agent)(org)
-    reg = await aget_registry(org.pk)
-    assert reg.by_name("specialist-pg").description == "Postgres"
-    assert (await aget_registry()).by_name("specialist-pg") is None
+    try:
+        reg = await aget_registry(org.pk)
+        assert reg.by_name("specialist-pg").description == "Postgres"
+        assert (await aget_registry()).by_name("specialist-pg") is None
+    finally:  # the async ORM's worker thread keeps its connection; let the test database go
+        await sync_to_async(connections.close_all)()
