@@ -7,6 +7,7 @@ organizations do not exist for the caller (404), and every write runs the admin'
 
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema
 from rest_framework import permissions, serializers, viewsets
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
@@ -37,9 +38,24 @@ def _persona_summary(persona: Persona) -> dict:
     }
 
 
+class AgentSummarySerializer(serializers.Serializer):
+    name = serializers.CharField()
+    description = serializers.CharField()
+    when_to_use = serializers.CharField(help_text="The first line, as in the catalog.")
+    source = serializers.ChoiceField(choices=["builtin", "mounted", "user"])
+    permission_mode = serializers.CharField()
+    tools = serializers.ListField(child=serializers.CharField(), allow_null=True)
+
+
+class CatalogSerializer(serializers.Serializer):
+    catalog = serializers.CharField(help_text="The Markdown catalog the coordinator's prompt carries.")
+    agents = AgentSummarySerializer(many=True)
+
+
 class AgentCatalogView(APIView):
     """The specialists the caller's coordinator may dispatch to, and the catalog text it reads."""
 
+    @extend_schema(responses=CatalogSerializer)
     def get(self, request: Request) -> Response:
         organization = organization_of(request.user)
         if organization is None and not sees_all_tenants(request.user):

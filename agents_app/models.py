@@ -40,7 +40,10 @@ class UserAgent(TenantModel):
     disallowed_tools = models.JSONField(default=list, blank=True, help_text="Blacklist; beats the whitelist.")
     permission_mode = models.CharField(max_length=32, choices=PERMISSION_MODE_CHOICES, default="read-only")
     max_turns = models.PositiveSmallIntegerField(
-        default=15, validators=[MinValueValidator(1), MaxValueValidator(MAX_TURNS_LIMIT)]
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_TURNS_LIMIT)],
+        help_text="LLM steps before it must answer; empty = 15 (12 for the coordinator, default).",
     )
     max_tool_calls = models.PositiveSmallIntegerField(
         null=True, blank=True, validators=[MinValueValidator(1)], help_text="Tool-call budget; empty = none."

@@ -88,7 +88,8 @@ def test_org_admin_lists_creates_patches_and_deletes_own_agents(org_admin, org, 
     row = UserAgent.objects.get(name="specialist-postgres")
     assert row.organization == org and row.created_by == org_admin
     assert created.json()["markdown"].startswith("---\nname: specialist-postgres\n")
-    assert registry.get_registry(org.pk).by_name("specialist-postgres").tools == ("query_promql", "host_*")
+    created_persona = registry.get_registry(org.pk).by_name("specialist-postgres")
+    assert created_persona.tools == ("query_promql", "host_*") and created_persona.max_turns == 15
 
     listing = client.get(CUSTOM).json()
     assert [item["name"] for item in listing["results"]] == ["specialist-postgres"]
@@ -155,4 +156,5 @@ def test_org_admin_may_override_the_coordinator(org_admin, org):
     assert response.status_code == 201, response.json()
     coordinator = registry.get_registry(org.pk).by_name("default")
     assert coordinator.description == "Acme coordinator" and coordinator.tools is None
+    assert coordinator.max_turns == 12  # the coordinator's default when the field is left empty
     assert "**default**" not in client_for(org_admin).get("/api/agents/").json()["catalog"]
