@@ -5,6 +5,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from agents_app.personas import (
+    MAX_TOOL_CALLS_LIMIT,
     MAX_TURNS_LIMIT,
     NAME_MAX_LENGTH,
     PERMISSION_MODES,
@@ -46,7 +47,10 @@ class UserAgent(TenantModel):
         help_text="LLM steps before it must answer; empty = 15 (12 for the coordinator, default).",
     )
     max_tool_calls = models.PositiveSmallIntegerField(
-        null=True, blank=True, validators=[MinValueValidator(1)], help_text="Tool-call budget; empty = none."
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_TOOL_CALLS_LIMIT)],
+        help_text="Tool-call budget; empty = none.",
     )
     model = models.CharField(max_length=200, blank=True, help_text="LLM model; empty = ONGRID_MODEL.")
     critical_reminder = models.TextField(blank=True, help_text="Re-injected every turn.")

@@ -70,6 +70,7 @@ class Skill:
 DEFAULT_MAX_TURNS = 15
 COORDINATOR_MAX_TURNS = 12
 MAX_TURNS_LIMIT = 200
+MAX_TOOL_CALLS_LIMIT = 1000
 NAME_MAX_LENGTH = 64
 NAME_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 # A tool entry: a tool name (snake_case or PascalCase for the control tools) or a `*` pattern.
@@ -173,14 +174,14 @@ def _names(meta: dict, key: str, path: str | None, pattern: re.Pattern[str]) -> 
     return tuple(dict.fromkeys(items))  # de-duplicated, order kept
 
 
-def _integer(meta: dict, key: str, path: str | None, default: int | None) -> int | None:
+def _integer(meta: dict, key: str, path: str | None, default: int | None, maximum: int) -> int | None:
     value = meta.get(key)
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, int):
         raise PersonaError(f"'{key}' must be a whole number, not a {_kind(value)}", path)
-    if not 1 <= value <= MAX_TURNS_LIMIT * 10:
-        raise PersonaError(f"'{key}' must be between 1 and {MAX_TURNS_LIMIT * 10}", path)
+    if not 1 <= value <= maximum:
+        raise PersonaError(f"'{key}' must be between 1 and {maximum}", path)
     return value
 
 
@@ -208,9 +209,7 @@ def persona_from_mapping(
             f"'permission_mode' must be one of {', '.join(PERMISSION_MODES)}, not {mode!r}", path
         )
     default_turns = COORDINATOR_MAX_TURNS if name == COORDINATOR else DEFAULT_MAX_TURNS
-    max_turns = _integer(meta, "max_turns", path, default_turns)
-    if max_turns > MAX_TURNS_LIMIT:
-        raise PersonaError(f"'max_turns' must be at most {MAX_TURNS_LIMIT}", path)
+    max_turns = _integer(meta, "max_turns", path, default_turns, MAX_TURNS_LIMIT)
     model = meta.get("model")
     if model is not None and not isinstance(model, str):
         raise PersonaError(f"'model' must be text, not a {_kind(model)}", path)
@@ -223,7 +222,7 @@ def persona_from_mapping(
         disallowed_tools=_names(meta, "disallowed_tools", path, TOOL_ENTRY_RE) or (),
         permission_mode=mode,
         max_turns=max_turns,
-        max_tool_calls=_integer(meta, "max_tool_calls", path, None),
+        max_tool_calls=_integer(meta, "max_tool_calls", path, None, MAX_TOOL_CALLS_LIMIT),
         model=model.strip() or None if model else None,
         critical_reminder=_text(meta, "critical_reminder", path),
         skills=_names(meta, "skills", path, NAME_RE) or (),

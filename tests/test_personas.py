@@ -132,7 +132,7 @@ def test_absent_whitelist_means_the_default_set_minus_the_blacklist():
             "'max_turns' must be a whole number",
         ),
         ("---\nname: x\ndescription: d\nwhen_to_use: w\nmax_turns: 0\n---\n", "'max_turns' must be between"),
-        ("---\nname: x\ndescription: d\nwhen_to_use: w\nmax_turns: 500\n---\n", "at most 200"),
+        ("---\nname: x\ndescription: d\nwhen_to_use: w\nmax_turns: 500\n---\n", "between 1 and 200"),
         (
             "---\nname: x\ndescription: d\nwhen_to_use: w\npermission_mode: root\n---\n",
             "'permission_mode' must be one of",
