@@ -266,7 +266,7 @@ class _Overlay:
     version: int
 
 
-_lock = threading.Lock()
+_lock = threading.RLock()  # re-entrant: loading personas consults the skill registry
 _files_registry: AgentRegistry | None = None
 _skill_registry: SkillRegistry | None = None
 _overlays: dict[int, _Overlay] = {}

@@ -288,3 +288,15 @@ def test_a_second_process_sees_admin_edits_without_restart(admin_client, org, tm
         assert json.loads(other.ask("specialist-disk")).startswith("Disk specialist")
     finally:
         other.close()
+
+
+@pytest.mark.django_db
+def test_platform_staff_choose_the_organization(client, org, other_org, django_user_model):
+    root = django_user_model.objects.create_superuser("root", password="root-pass-123")
+    client.force_login(root)
+    assert 'name="organization"' in client.get(ADD_URL).content.decode()
+    response = client.post(ADD_URL, form_data(organization=str(other_org.pk)))
+    assert response.status_code == 302, errors_of(response)
+    assert UserAgent.objects.get().organization == other_org
+    assert registry.get_registry(other_org.pk).by_name("specialist-postgres") is not None
+    assert registry.get_registry(org.pk).by_name("specialist-postgres") is None
