@@ -1,0 +1,144 @@
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+
+from agents_app.personas import (
+    MAX_TOOL_CALLS_LIMIT,
+    MAX_TURNS_LIMIT,
+    NAME_MAX_LENGTH,
+    PERMISSION_MODES,
+    Persona,
+    persona_from_mapping,
+)
+from ops_app.tenancy import TenantModel
+
+
+class UserAgent(TenantModel):
+    """A persona written in the admin by an organization (the top layer of the registry, R2).
+
+    Every persona key is a column so the admin can validate each one as a field; `extra` keeps
+    unknown keys of an imported file so that import and "view as .md" round-trip.
+    """
+
+    PERMISSION_MODE_CHOICES = [(mode, mode) for mode in PERMISSION_MODES]
+
+    name = models.CharField(
+        max_length=NAME_MAX_LENGTH,
+        help_text="Lowercase kebab-case, e.g. specialist-postgres. This is the subagent_type.",
+    )
+    description = models.CharField(max_length=500, help_text="One line: what this agent is for.")
+    when_to_use = models.TextField(
+        help_text="When the coordinator should dispatch to it; the first line shows in the catalog."
+    )
+    body = models.TextField(blank=True, help_text="The system prompt (Markdown).")
+    tools = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="Whitelist of tool names or * patterns; empty = the coordinator's read-only set.",
+    )
+    disallowed_tools = models.JSONField(default=list, blank=True, help_text="Blacklist; beats the whitelist.")
+    permission_mode = models.CharField(max_length=32, choices=PERMISSION_MODE_CHOICES, default="read-only")
+    max_turns = models.PositiveSmallIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_TURNS_LIMIT)],
+        help_text="LLM steps before it must answer; empty = 15 (12 for the coordinator, default).",
+    )
+    max_tool_calls = models.PositiveSmallIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_TOOL_CALLS_LIMIT)],
+        help_text="Tool-call budget; empty = none.",
+    )
+    model = models.CharField(max_length=200, blank=True, help_text="LLM model; empty = ONGRID_MODEL.")
+    critical_reminder = models.TextField(blank=True, help_text="Re-injected every turn.")
+    skills = models.JSONField(default=list, blank=True, help_text="Names of skills to activate.")
+    extra = models.JSONField(default=dict, blank=True, help_text="Unknown front-matter keys, kept.")
+    enabled = models.BooleanField(default=True, help_text="Disabled agents are not in the registry.")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "user_agents"
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["organization", "name"], name="user_agent_org_name_uniq")
+        ]
+        indexes = [
+            models.Index(fields=["organization", "enabled", "name"], name="user_agent_org_enabled_idx")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @classmethod
+    def from_db(cls, db, field_names, values):
+        instance = super().from_db(db, field_names, values)
+        # The name the registry knows this row by, so a rename can remove the old entry.
+        instance._loaded_name = instance.name if "name" in field_names else None
+        return instance
+
+    def front_matter(self) -> dict:
+        meta = {
+            "name": self.name,
+            "description": self.description,
+            "when_to_use": self.when_to_use,
+            "tools": self.tools,
+            "disallowed_tools": self.disallowed_tools or [],
+            "permission_mode": self.permission_mode,
+            "max_turns": self.max_turns,
+            "max_tool_calls": self.max_tool_calls,
+            "model": self.model or None,
+            "critical_reminder": self.critical_reminder,
+            "skills": self.skills or [],
+        }
+        # Unknown keys only: a known key smuggled into `extra` must not override its own column.
+        meta.update({key: value for key, value in (self.extra or {}).items() if key not in meta})
+        return meta
+
+    def to_persona(self) -> Persona:
+        """The row as a registry persona; raises PersonaError if a field is unusable."""
+        return persona_from_mapping(self.front_matter(), self.body.strip(), source="user", path=None)
+
+
+class RegistryVersion(TenantModel):
+    """A counter bumped with every user-agent write of an organization.
+
+    Processes compare it with the version their cached overlay was built at (see
+    agents_app.registry): one primary-key read per spawn instead of a broadcast that can be missed.
+    """
+
+    version = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        db_table = "agent_registry_versions"
+        constraints = [models.UniqueConstraint(fields=["organization"], name="registry_version_org_uniq")]
+
+    def __str__(self) -> str:
+        return f"{self.organization_id}@{self.version}"
+
+    @classmethod
+    def _of(cls, organization_id: int) -> models.QuerySet:
+        return cls.objects.filter(organization_id=organization_id).values_list("version", flat=True)
+
+    @classmethod
+    def current(cls, organization_id: int) -> int:
+        return cls._of(organization_id).first() or 0
+
+    @classmethod
+    async def acurrent(cls, organization_id: int) -> int:
+        return await cls._of(organization_id).afirst() or 0
+
+    @classmethod
+    def bump(cls, organization_id: int) -> None:
+        """Increment inside the caller's transaction (it commits or rolls back with the edit)."""
+        if cls.objects.filter(organization_id=organization_id).update(version=models.F("version") + 1):
+            return
+        _, created = cls.objects.get_or_create(organization_id=organization_id, defaults={"version": 1})
+        if not created:  # another writer created it between our update and insert
+            cls.objects.filter(organization_id=organization_id).update(version=models.F("version") + 1)

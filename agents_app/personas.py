@@ -1,10 +1,25 @@
-"""Persona values. Parsing (`parse_persona`) is implemented by the personas/registry work (issue 3);
-the fields below are the contract the kernel and runtime rely on."""
+"""Persona values and the persona file format.
+
+A persona is a Markdown file with YAML front matter (R1): the front matter says what the agent is
+and what it may use, the body is its system prompt. This module turns text into a `Persona` (and
+back, for the admin's "view as .md"), and nothing else: where files come from and which one wins
+is the registry's business (`agents_app.registry`).
+
+Parsing is strict about what it cannot use (a malformed file raises exactly one `PersonaError`
+naming the file and, for YAML errors, the line) and lenient about what it does not know (unknown
+keys are kept in `Persona.extra` and reported by `unknown_keys`, so a newer file still loads).
+"""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from typing import Any
+
+import frontmatter
+import yaml
 
 PERMISSION_MODES = ("read-only", "mutating-with-confirm", "dual-sign-required")
 COORDINATOR = "default"
@@ -50,3 +65,276 @@ class Skill:
     body: str
     source: str = "builtin"
     path: str | None = None
+
+
+DEFAULT_MAX_TURNS = 15
+COORDINATOR_MAX_TURNS = 12
+MAX_TURNS_LIMIT = 200
+MAX_TOOL_CALLS_LIMIT = 1000
+NAME_MAX_LENGTH = 64
+NAME_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+# A tool entry: a tool name (snake_case or PascalCase for the control tools) or a `*` pattern.
+TOOL_ENTRY_RE = re.compile(r"^[A-Za-z0-9_*-]+$")
+REQUIRED_KEYS = ("name", "description", "when_to_use")
+OPTIONAL_KEYS = (
+    "tools",
+    "disallowed_tools",
+    "permission_mode",
+    "max_turns",
+    "max_tool_calls",
+    "model",
+    "critical_reminder",
+    "skills",
+)
+KNOWN_KEYS = REQUIRED_KEYS + OPTIONAL_KEYS
+_YAML = frontmatter.YAMLHandler()
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading
+
+
+def _split_front_matter(text: object, path: str | None) -> tuple[dict, str]:
+    """Separate the YAML mapping from the body, with errors that point at the file's own lines."""
+    if not isinstance(text, str):
+        raise PersonaError("a persona must be text", path)
+    text = text.removeprefix("\ufeff")
+    stripped = text.lstrip()
+    if not _YAML.detect(stripped):
+        raise PersonaError(
+            "no front matter: the file must start with a line '---', then YAML keys "
+            "(name, description, when_to_use...), then a closing '---' line",
+            path,
+        )
+    try:
+        raw_meta, body = _YAML.split(stripped)
+    except ValueError:
+        message = "the front matter is never closed: add a '---' line after the keys"
+        raise PersonaError(message, path) from None
+    # The YAML block starts on the opening '---' line; blank lines before it shift every line number.
+    offset = text[: len(text) - len(stripped)].count("\n")
+    try:
+        meta = _YAML.load(raw_meta)
+    except yaml.YAMLError as exc:
+        raise PersonaError(_yaml_message(exc, offset), path) from None
+    except (ValueError, TypeError, RecursionError, OverflowError) as exc:
+        raise PersonaError(f"the front matter is not valid YAML ({exc})", path) from None
+    if meta is None:
+        meta = {}
+    if not isinstance(meta, dict):
+        raise PersonaError(f"the front matter must be a mapping of keys to values, not a {_kind(meta)}", path)
+    return meta, body.strip()
+
+
+def _yaml_message(exc: yaml.YAMLError, offset: int) -> str:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    if mark is not None:
+        return f"invalid YAML in the front matter at line {mark.line + 1 + offset}: {problem}"
+    return f"invalid YAML in the front matter: {problem}"
+
+
+def _kind(value: object) -> str:
+    names = {list: "list", str: "string", int: "number", float: "number", bool: "boolean"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _text(meta: dict, key: str, path: str | None, *, required: bool = False) -> str:
+    value = meta.get(key)
+    if value is None:
+        if required:
+            raise PersonaError(f"missing required key '{key}'", path)
+        return ""
+    if not isinstance(value, str):
+        raise PersonaError(f"'{key}' must be text, not a {_kind(value)}", path)
+    if required and not value.strip():
+        raise PersonaError(f"'{key}' must not be empty", path)
+    return value.strip()
+
+
+def _names(meta: dict, key: str, path: str | None, pattern: re.Pattern[str]) -> tuple[str, ...] | None:
+    """A list key: a YAML list of strings or one comma-separated string; None when absent."""
+    value = meta.get(key)
+    if value is None:
+        return None
+    if isinstance(value, str):
+        items = [item.strip() for item in value.split(",")]
+        items = [item for item in items if item]
+    elif isinstance(value, list):
+        items = []
+        for item in value:
+            if not isinstance(item, str):
+                raise PersonaError(f"'{key}' must list names as text; {item!r} is a {_kind(item)}", path)
+            items.append(item.strip())
+    else:
+        raise PersonaError(f"'{key}' must be a list or a comma-separated string, not a {_kind(value)}", path)
+    for item in items:
+        if not pattern.match(item):
+            raise PersonaError(f"'{key}' has an invalid entry {item!r}", path)
+    return tuple(dict.fromkeys(items))  # de-duplicated, order kept
+
+
+def _integer(meta: dict, key: str, path: str | None, default: int | None, maximum: int) -> int | None:
+    value = meta.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise PersonaError(f"'{key}' must be a whole number, not a {_kind(value)}", path)
+    if not 1 <= value <= maximum:
+        raise PersonaError(f"'{key}' must be between 1 and {maximum}", path)
+    return value
+
+
+def check_name(name: str, path: str | None = None) -> str:
+    """Persona names are lowercase kebab-case: they appear in `subagent_type` and in URLs."""
+    if len(name) > NAME_MAX_LENGTH or not NAME_RE.match(name):
+        raise PersonaError(
+            f"invalid name {name!r}: use lowercase letters, digits and single hyphens "
+            f"(like 'specialist-disk'), at most {NAME_MAX_LENGTH} characters",
+            path,
+        )
+    return name
+
+
+def persona_from_mapping(
+    meta: dict, body: str = "", source: str = "builtin", path: str | None = None
+) -> Persona:
+    """Build and check a persona from front-matter keys (also used for user agents)."""
+    name = check_name(_text(meta, "name", path, required=True), path)
+    mode = meta.get("permission_mode", "read-only")
+    if mode is None:
+        mode = "read-only"
+    if mode not in PERMISSION_MODES:
+        raise PersonaError(
+            f"'permission_mode' must be one of {', '.join(PERMISSION_MODES)}, not {mode!r}", path
+        )
+    default_turns = COORDINATOR_MAX_TURNS if name == COORDINATOR else DEFAULT_MAX_TURNS
+    max_turns = _integer(meta, "max_turns", path, default_turns, MAX_TURNS_LIMIT)
+    model = meta.get("model")
+    if model is not None and not isinstance(model, str):
+        raise PersonaError(f"'model' must be text, not a {_kind(model)}", path)
+    return Persona(
+        name=name,
+        description=_text(meta, "description", path, required=True),
+        when_to_use=_text(meta, "when_to_use", path, required=True),
+        body=body,
+        tools=_names(meta, "tools", path, TOOL_ENTRY_RE),
+        disallowed_tools=_names(meta, "disallowed_tools", path, TOOL_ENTRY_RE) or (),
+        permission_mode=mode,
+        max_turns=max_turns,
+        max_tool_calls=_integer(meta, "max_tool_calls", path, None, MAX_TOOL_CALLS_LIMIT),
+        model=model.strip() or None if model else None,
+        critical_reminder=_text(meta, "critical_reminder", path),
+        skills=_names(meta, "skills", path, NAME_RE) or (),
+        extra={key: value for key, value in meta.items() if key not in KNOWN_KEYS},
+        source=source,
+        path=path,
+    )
+
+
+def parse_persona(text: str, source: str = "builtin", path: str | None = None) -> Persona:
+    """Parse a persona file. Raises one `PersonaError` (with `path`) for anything unusable."""
+    meta, body = _split_front_matter(text, path)
+    for key in meta:
+        if not isinstance(key, str):
+            raise PersonaError(f"front-matter keys must be text; {key!r} is a {_kind(key)}", path)
+    return persona_from_mapping(meta, body, source, path)
+
+
+def unknown_keys(persona: Persona) -> list[str]:
+    """Front-matter keys the format does not define (kept in `extra`, worth a warning)."""
+    return sorted(persona.extra)
+
+
+def parse_skill(text: str, source: str = "builtin", path: str | None = None) -> Skill:
+    """Parse a skill file: front matter `name` and `description`; the body is the prompt."""
+    meta, body = _split_front_matter(text, path)
+    for key in meta:
+        if not isinstance(key, str):
+            raise PersonaError(f"front-matter keys must be text; {key!r} is a {_kind(key)}", path)
+    name = check_name(_text(meta, "name", path, required=True), path)
+    description = _text(meta, "description", path, required=True)
+    if not body:
+        raise PersonaError("a skill needs a body: it is the prompt text the skill adds", path)
+    return Skill(name=name, description=description, body=body, source=source, path=path)
+
+
+# ---------------------------------------------------------------------------------------------
+# Tool selection
+
+
+def matches_any(name: str, patterns: Iterable[str]) -> bool:
+    return any(fnmatchcase(name, pattern) for pattern in patterns)
+
+
+def select_tools(persona: Persona, available: Iterable[str], default: Iterable[str] = ()) -> list[str]:
+    """The names of `available` the persona's own lists allow, in `available` order.
+
+    The whitelist (`tools`, or `default` when the persona has none) selects; the blacklist
+    (`disallowed_tools`) then removes, so a name on both is disallowed. Role rules (workers never
+    get control tools, read-only personas never get write tools) are the toolbag's, applied on top.
+    """
+    allow = persona.tools if persona.tools is not None else tuple(default)
+    return [
+        name
+        for name in available
+        if matches_any(name, allow) and not matches_any(name, persona.disallowed_tools)
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing
+
+
+class _Dumper(yaml.SafeDumper):
+    """YAML in the style people write persona files in: indented block lists, `|` for multi-line text."""
+
+    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+        return super().increase_indent(flow, False)
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _represent_str)
+
+
+def persona_to_mapping(persona: Persona) -> dict[str, Any]:
+    """The front-matter keys of `persona`, canonical order, defaults left out where implicit."""
+    meta: dict[str, Any] = {
+        "name": persona.name,
+        "description": persona.description,
+        "when_to_use": persona.when_to_use,
+    }
+    if persona.tools is not None:
+        meta["tools"] = list(persona.tools)
+    if persona.disallowed_tools:
+        meta["disallowed_tools"] = list(persona.disallowed_tools)
+    meta["permission_mode"] = persona.permission_mode
+    meta["max_turns"] = persona.max_turns
+    if persona.max_tool_calls is not None:
+        meta["max_tool_calls"] = persona.max_tool_calls
+    if persona.model:
+        meta["model"] = persona.model
+    if persona.critical_reminder:
+        meta["critical_reminder"] = persona.critical_reminder
+    if persona.skills:
+        meta["skills"] = list(persona.skills)
+    meta.update(persona.extra)
+    return meta
+
+
+def persona_to_markdown(persona: Persona) -> str:
+    """The canonical file text of `persona`; `parse_persona` of it gives the same persona back."""
+    front = yaml.dump(
+        persona_to_mapping(persona),
+        Dumper=_Dumper,
+        sort_keys=False,
+        allow_unicode=True,
+        default_flow_style=False,
+        width=10_000,
+    )
+    body = persona.body.strip()
+    return f"---\n{front}---\n\n{body}\n" if body else f"---\n{front}---\n"

@@ -1,0 +1,83 @@
+"""The audit trail: one row per tool call (R19) and one per LLM call.
+
+Rows are written by the kernel's invoke chain only (`agents_app.tools.invoke`) and never edited.
+They outlive the sessions they describe: deleting a chat session keeps its audit rows.
+"""
+
+from django.conf import settings
+from django.db import models
+
+from ops_app.tenancy import TenantModel
+
+
+class ToolStatus(models.TextChoices):
+    OK = "ok", "OK"
+    ERROR = "error", "Error"
+    TIMEOUT = "timeout", "Timeout"
+    REDIRECT = "redirect", "Redirect"
+    REJECTED = "rejected", "Rejected"
+    DEDUPED = "deduped", "Deduplicated"
+    KILLED = "killed", "Killed"
+
+
+class AuditLog(TenantModel):
+    session = models.ForeignKey(
+        "chat_app.ChatSession", null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_logs"
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    persona = models.CharField(max_length=100, blank=True)
+    tool_call_id = models.CharField(max_length=200, blank=True)
+    tool = models.CharField(max_length=200)
+    tool_class = models.CharField(max_length=20, blank=True)  # blank: the LLM named no known tool
+    arguments = models.TextField(blank=True, help_text="As the LLM sent them (secrets redacted).")
+    result = models.TextField(blank=True, help_text="Truncated; see result_size.")
+    result_size = models.PositiveIntegerField(default=0, help_text="Characters before truncation.")
+    status = models.CharField(max_length=20, choices=ToolStatus.choices)
+    error = models.TextField(blank=True)
+    started_at = models.DateTimeField()
+    duration_ms = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        db_table = "audit_logs"
+        ordering = ["-started_at", "-id"]
+        indexes = [
+            models.Index(fields=["session", "started_at"], name="audit_session_started_idx"),
+            models.Index(fields=["organization", "-started_at"], name="audit_org_started_idx"),
+            models.Index(fields=["organization", "tool", "-started_at"], name="audit_org_tool_idx"),
+            models.Index(fields=["organization", "status", "-started_at"], name="audit_org_status_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tool} [{self.status}] at {self.started_at:%Y-%m-%d %H:%M:%S}"
+
+    @property
+    def truncated(self) -> bool:
+        return self.result_size > len(self.result)
+
+
+class LLMCall(TenantModel):
+    session = models.ForeignKey(
+        "chat_app.ChatSession", null=True, blank=True, on_delete=models.SET_NULL, related_name="llm_calls"
+    )
+    persona = models.CharField(max_length=100, blank=True)
+    provider = models.CharField(max_length=40)
+    model = models.CharField(max_length=200)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    latency_ms = models.PositiveIntegerField(default=0)
+    finish_reason = models.CharField(max_length=40, blank=True)
+    error = models.TextField(blank=True)
+    started_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "llm_calls"
+        ordering = ["-started_at", "-id"]
+        indexes = [
+            models.Index(fields=["session", "started_at"], name="llmcall_session_started_idx"),
+            models.Index(fields=["organization", "-started_at"], name="llmcall_org_started_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.model} at {self.started_at:%Y-%m-%d %H:%M:%S}"

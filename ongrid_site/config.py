@@ -41,6 +41,10 @@ class Config:
     tempo_url: str | None
     alertmanager_url: str | None
     log_level: str
+    llm_timeout: float = 60.0
+    llm_max_retries: int = 3
+    tool_result_limit: int = 16000
+    metrics_token: str | None = None
 
     @property
     def uses_redis(self) -> bool:
@@ -105,6 +109,21 @@ def _llm(env: Mapping[str, str]) -> str:
     return "openai" if _optional(env, "OPENAI_API_KEY") else "offline"
 
 
+def _number(
+    env: Mapping[str, str], name: str, default: float, kind: type = float, minimum: float = 0
+) -> float:
+    raw = (env.get(name) or "").strip()
+    if not raw:
+        return default
+    try:
+        value = kind(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a number, not {raw!r}.") from None
+    if value < minimum:
+        raise ConfigError(f"{name} must be at least {minimum}, not {raw!r}.")
+    return value
+
+
 def load(env: Mapping[str, str] | None = None) -> Config:
     """Build the configuration from `env` (default: the process environment)."""
     env = os.environ if env is None else env
@@ -137,4 +156,8 @@ def load(env: Mapping[str, str] | None = None) -> Config:
         tempo_url=_optional(env, "TEMPO_URL"),
         alertmanager_url=_optional(env, "ALERTMANAGER_URL"),
         log_level=(env.get("ONGRID_LOG_LEVEL") or "INFO").upper(),
+        llm_timeout=_number(env, "ONGRID_LLM_TIMEOUT", 60.0, float, 1),
+        llm_max_retries=int(_number(env, "ONGRID_LLM_MAX_RETRIES", 3, int, 0)),
+        tool_result_limit=int(_number(env, "ONGRID_TOOL_RESULT_LIMIT", 16000, int, 200)),
+        metrics_token=_optional(env, "ONGRID_METRICS_TOKEN"),
     )

@@ -35,3 +35,15 @@ def org_admin(org):
 @pytest.fixture
 def outsider(other_org):
     return create_user("mallory", "mallory-pass-123", other_org, roles.MEMBER)
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, tmp_path_factory) -> None:
+    """SQLite test databases live in a file rather than in memory, so that a subprocess a test
+    starts (a second Django process, a Celery worker) reads what the test committed."""
+    from django.conf import settings
+
+    for alias, database in settings.DATABASES.items():
+        if database["ENGINE"] == "django.db.backends.sqlite3":
+            folder = tmp_path_factory.mktemp("sqlite")
+            database.setdefault("TEST", {})["NAME"] = str(folder / f"test_{alias}.sqlite3")

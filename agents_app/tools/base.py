@@ -19,6 +19,8 @@ from typing import Any, Literal
 
 ToolClass = Literal["read", "write", "destructive"]
 DEFAULT_TIMEOUT = 15.0
+# Audit statuses a tool outcome can carry (R19).
+STATUSES = ("ok", "error", "timeout", "redirect", "rejected", "deduped", "killed")
 
 
 class ToolError(Exception):
@@ -35,6 +37,21 @@ class ToolContext:
     persona_name: str = "default"
     tool_call_id: str = ""
     extras: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """A handler's answer when it must set the audit status itself (control tools, redirect stubs).
+
+    A plain return value (str, dict, list) means status `ok`.
+    """
+
+    content: Any
+    status: str = "ok"
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"unknown tool status {self.status!r}; expected one of {', '.join(STATUSES)}")
 
 
 Handler = Callable[..., Awaitable[Any]]

@@ -1,0 +1,133 @@
+"""User agents in the admin: org admins list, search, edit, import and export their organization's
+personas; the registry's warnings are shown above the list."""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404, redirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+
+from agents_app import registry, user_agents
+from agents_app.forms import ImportForm, UserAgentForm
+from agents_app.models import UserAgent
+from ops_app.admin_mixins import TenantScopedAdmin
+from ops_app.tenancy import organization_of, sees_all_tenants
+
+
+@admin.register(UserAgent)
+class UserAgentAdmin(TenantScopedAdmin):
+    form = UserAgentForm
+    list_display = ("name", "description", "permission_mode", "enabled", "updated_at")
+    list_filter = ("enabled", "permission_mode")
+    search_fields = ("name", "description", "when_to_use")
+    readonly_fields = ("created_by", "created_at", "updated_at")
+    actions = ("enable_agents", "disable_agents")
+    fieldsets = (
+        (None, {"fields": ("name", "description", "when_to_use", "enabled", "body")}),
+        ("Tools and permissions", {"fields": ("tools", "disallowed_tools", "permission_mode")}),
+        ("Limits and model", {"fields": ("max_turns", "max_tool_calls", "model")}),
+        ("Prompt additions", {"fields": ("critical_reminder", "skills", "extra")}),
+        ("History", {"fields": ("created_by", "created_at", "updated_at")}),
+    )
+
+    def get_fieldsets(self, request, obj=None):
+        fieldsets = super().get_fieldsets(request, obj)
+        if sees_all_tenants(request.user):
+            return ((None, {"fields": ("organization",)}), *fieldsets)
+        return fieldsets
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form_class = super().get_form(request, obj, change, **kwargs)
+
+        class RequestForm(form_class):
+            def __init__(self, *args, **inner):
+                super().__init__(*args, request=request, **inner)
+
+        return RequestForm
+
+    def save_model(self, request, obj, form, change):
+        if not change and obj.created_by_id is None:
+            obj.created_by = request.user
+        super().save_model(request, obj, form, change)
+
+    @admin.action(description="Enable selected agents", permissions=["change"])
+    def enable_agents(self, request, queryset):
+        self._set_enabled(request, queryset, True)
+
+    @admin.action(description="Disable selected agents", permissions=["change"])
+    def disable_agents(self, request, queryset):
+        self._set_enabled(request, queryset, False)
+
+    def _set_enabled(self, request, queryset, enabled: bool) -> None:
+        # Saved one by one (not queryset.update) so each change reaches the registry.
+        changed = 0
+        for agent in queryset.exclude(enabled=enabled):
+            agent.enabled = enabled
+            agent.save(update_fields=["enabled", "updated_at"])
+            changed += 1
+        self.message_user(request, f"{changed} agent(s) {'enabled' if enabled else 'disabled'}.")
+
+    def get_urls(self):
+        own = [
+            path("import/", self.admin_site.admin_view(self.import_view), name="agents_app_useragent_import"),
+            path(
+                "<int:object_id>/markdown/",
+                self.admin_site.admin_view(self.markdown_view),
+                name="agents_app_useragent_markdown",
+            ),
+        ]
+        return own + super().get_urls()
+
+    def markdown_view(self, request, object_id: int):
+        """ "View as .md": the row as the persona file that imports back to the same row."""
+        agent = get_object_or_404(self.get_queryset(request), pk=object_id)
+        if not self.has_view_or_change_permission(request, agent):
+            raise PermissionDenied
+        response = HttpResponse(user_agents.to_markdown(agent), content_type="text/markdown; charset=utf-8")
+        if request.GET.get("download"):
+            response["Content-Disposition"] = f'attachment; filename="{agent.name}.md"'
+        return response
+
+    def import_view(self, request):
+        if not self.has_add_permission(request):
+            raise PermissionDenied
+        organization = organization_of(request.user)
+        if organization is None:
+            raise PermissionDenied("Only members of an organization import agents.")
+        form = ImportForm(request.POST or None, request.FILES or None)
+        if request.method == "POST" and form.is_valid():
+            overwrite = form.cleaned_data["overwrite"]
+            if overwrite and not self.has_change_permission(request):
+                raise PermissionDenied
+            try:
+                agent = user_agents.import_markdown(
+                    form.cleaned_data["markdown"], organization, request.user, overwrite=overwrite
+                )
+            except ValidationError as exc:
+                for message in _messages_of(exc):
+                    form.add_error(None, message)
+            else:
+                messages.success(request, f"Imported agent {agent.name!r}.")
+                return redirect(reverse("admin:agents_app_useragent_change", args=[agent.pk]))
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "form": form,
+            "title": "Import a persona file",
+        }
+        return TemplateResponse(request, "admin/agents_app/useragent/import.html", context)
+
+    def changelist_view(self, request, extra_context=None):
+        organization = organization_of(request.user)
+        current = registry.get_registry(organization.pk if organization else None)
+        extra = {"registry_warnings": current.warnings(), **(extra_context or {})}
+        return super().changelist_view(request, extra_context=extra)
+
+
+def _messages_of(exc: ValidationError) -> list[str]:
+    if hasattr(exc, "error_dict"):
+        return [f"{field}: {message}" for field, errors in exc.message_dict.items() for message in errors]
+    return list(exc.messages)

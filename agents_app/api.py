@@ -1,0 +1,134 @@
+"""REST API for agents.
+
+`GET /api/agents/` — the catalog the caller's coordinator sees (any member of an organization).
+`/api/agents/custom/` — the organization's user agents; org admins only. Rows of other
+organizations do not exist for the caller (404), and every write runs the admin's validation.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import permissions, serializers, viewsets
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from agents_app import catalog, registry, user_agents
+from agents_app.models import UserAgent
+from agents_app.personas import Persona, PersonaError
+from ops_app.tenancy import organization_of, sees_all_tenants
+
+
+class IsOrgAdmin(permissions.BasePermission):
+    message = "Only organization admins manage custom agents."
+
+    def has_permission(self, request, view) -> bool:
+        return user_agents.is_org_admin(request.user)
+
+
+def _persona_summary(persona: Persona) -> dict:
+    return {
+        "name": persona.name,
+        "description": persona.description,
+        "when_to_use": catalog.first_line(persona.when_to_use),
+        "source": persona.source,
+        "permission_mode": persona.permission_mode,
+        "tools": list(persona.tools) if persona.tools is not None else None,
+    }
+
+
+class AgentSummarySerializer(serializers.Serializer):
+    name = serializers.CharField()
+    description = serializers.CharField()
+    when_to_use = serializers.CharField(help_text="The first line, as in the catalog.")
+    source = serializers.ChoiceField(choices=["builtin", "mounted", "user"])
+    permission_mode = serializers.CharField()
+    tools = serializers.ListField(child=serializers.CharField(), allow_null=True)
+
+
+class CatalogSerializer(serializers.Serializer):
+    catalog = serializers.CharField(help_text="The Markdown catalog the coordinator's prompt carries.")
+    agents = AgentSummarySerializer(many=True)
+
+
+class AgentCatalogView(APIView):
+    """The specialists the caller's coordinator may dispatch to, and the catalog text it reads."""
+
+    @extend_schema(responses=CatalogSerializer)
+    def get(self, request: Request) -> Response:
+        organization = organization_of(request.user)
+        if organization is None and not sees_all_tenants(request.user):
+            raise PermissionDenied("You belong to no organization.")
+        current = registry.get_registry(organization.pk if organization else None)
+        personas = current.all()
+        return Response(
+            {
+                "catalog": catalog.agent_catalog(personas),
+                "agents": [_persona_summary(p) for p in catalog.specialists(personas)],
+            }
+        )
+
+
+class NameList(serializers.ListField):
+    """A list of names; a comma-separated string is accepted too, like in persona files."""
+
+    child = serializers.CharField(max_length=100)
+
+    def to_internal_value(self, data):
+        if isinstance(data, str):
+            data = [item.strip() for item in data.split(",") if item.strip()]
+        return list(dict.fromkeys(super().to_internal_value(data)))
+
+
+class UserAgentSerializer(serializers.ModelSerializer):
+    tools = NameList(required=False, allow_null=True, default=None)
+    disallowed_tools = NameList(required=False, default=list)
+    skills = NameList(required=False, default=list)
+    extra = serializers.DictField(required=False, default=dict)
+    markdown = serializers.SerializerMethodField()
+
+    class Meta:
+        model = UserAgent
+        fields = ("id", *user_agents.PERSONA_FIELDS, "enabled", "created_at", "updated_at", "markdown")
+        read_only_fields = ("id", "created_at", "updated_at", "markdown")
+        # Uniqueness per organization is checked in validate(): the organization is not a field.
+        validators: list = []
+
+    def get_markdown(self, agent: UserAgent) -> str | None:
+        try:
+            return user_agents.to_markdown(agent)
+        except PersonaError:  # an invalid legacy row still lists; it just has no file form
+            return None
+
+    def validate(self, attrs: dict) -> dict:
+        request = self.context["request"]
+        candidate = UserAgent(pk=self.instance.pk if self.instance else None)
+        if self.instance is not None:
+            for field in user_agents.PERSONA_FIELDS + ("enabled", "organization_id"):
+                setattr(candidate, field, getattr(self.instance, field))
+        else:
+            organization = organization_of(request.user)
+            if organization is None:
+                raise serializers.ValidationError("You belong to no organization.")
+            candidate.organization = organization
+        for field, value in attrs.items():
+            setattr(candidate, field, value)
+        errors = user_agents.field_errors(candidate, request.user)
+        if errors:
+            if "__all__" in errors:
+                errors["non_field_errors"] = errors.pop("__all__")
+            raise serializers.ValidationError(errors)
+        return attrs
+
+
+class UserAgentViewSet(viewsets.ModelViewSet):
+    serializer_class = UserAgentSerializer
+    permission_classes = (permissions.IsAuthenticated, IsOrgAdmin)
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+
+    def get_queryset(self):
+        return UserAgent.objects.for_user(self.request.user).order_by("name")
+
+    def perform_create(self, serializer) -> None:
+        serializer.save(organization=organization_of(self.request.user), created_by=self.request.user)

@@ -1,0 +1,313 @@
+"""The offline model: a deterministic stand-in so Ongrid runs, demos and tests with no LLM at all.
+
+It plays the same protocol as a real model, from the same inputs a real model sees:
+
+- coordinator (AgentTool among its tools): reads the agent catalog in its system prompt, routes
+  the user's words to the specialist whose name, description and when-to-use share the most words
+  with them, and dispatches it with a self-contained brief; when the specialist's result comes
+  back, it relays it.
+- worker (or a coordinator with no specialist that fits): calls up to three of its own read tools
+  whose names and descriptions fit the request, filling required arguments from the words (device
+  names, paths, URLs, numbers, schema defaults); when the results come back it summarises them.
+- nothing fits, or no tools: it answers plainly.
+
+Every final answer says it comes from the offline model. It is not clever and never pretends to be.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from agents_app.llm.base import LLMCompletion, LLMDelta, LLMEvent, ToolCall
+
+LABEL = "(Answer from Ongrid's offline model — a deterministic stand-in, not a real LLM.)"
+CONTROL_TOOLS = {"AgentTool", "SendMessage", "TaskStop"}
+MAX_TOOLS = 3
+_MUTATING_WORDS = {
+    "restart", "delete", "remove", "silence", "acknowledge", "ack", "resolve", "create", "update",
+    "write", "kill", "stop", "apply", "set", "reboot", "drain", "scale",
+}  # fmt: skip
+_STOPWORDS = {
+    "a", "an", "the", "is", "are", "was", "be", "on", "in", "at", "of", "to", "for", "and", "or", "it",
+    "its", "this", "that", "with", "my", "our", "we", "i", "you", "me", "please", "can", "could", "what",
+    "why", "how", "when", "who", "which", "there", "from", "by", "as", "do", "does", "did", "not", "no",
+    "use", "used", "using", "any", "all", "about", "into", "has", "have", "had", "will", "would", "should",
+    "el", "la", "los", "las", "de", "del", "en", "es", "un", "una", "y", "que", "le", "les", "des", "du",
+    "et", "est", "specialist", "agent", "tool", "tools", "user", "asks", "ask",
+}  # fmt: skip
+_CATALOG_ENTRY = re.compile(r"^- \*\*(?P<name>[^*]+)\*\* — (?P<description>.*)$")
+_DEVICE = re.compile(r"\b[a-z][a-z0-9]*(?:[-.][a-z0-9]+)*-\d+[a-z0-9-]*\b", re.IGNORECASE)
+_IP = re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}\b")
+_URL = re.compile(r"https?://[^\s\"'<>)]+")
+_PATH = re.compile(r"(?<![\w:/.])/(?:[\w.\-]+/?)*")
+_DOMAIN = re.compile(r"\b(?:[a-z0-9-]+\.)+[a-z]{2,}\b", re.IGNORECASE)
+_NUMBER = re.compile(r"(?<![\w-])#?(\d+)\b")
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    name: str
+    description: str
+    when_to_use: str
+
+
+def words(text: str) -> set[str]:
+    """Lower-cased content words, crudely singularised, so 'disks' meets 'disk'."""
+    found = set()
+    for word in re.findall(r"\w+", text.lower()):
+        if word in _STOPWORDS or len(word) < 2:
+            continue
+        if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+            word = word[:-1]
+        found.add(word)
+    return found
+
+
+def parse_catalog(system_prompt: str) -> list[CatalogEntry]:
+    """The specialists listed in the coordinator's system prompt (format fixed by the registry)."""
+    entries: dict[str, CatalogEntry] = {}
+    lines = system_prompt.splitlines()
+    for index, line in enumerate(lines):
+        match = _CATALOG_ENTRY.match(line.strip())
+        if not match:
+            continue
+        when = ""
+        following = lines[index + 1].strip() if index + 1 < len(lines) else ""
+        if following.startswith("When to use:"):
+            when = following.removeprefix("When to use:").strip()
+        name = match.group("name").strip()
+        entries.setdefault(name, CatalogEntry(name, match.group("description").strip(), when))
+    return list(entries.values())
+
+
+def best_specialist(request: str, catalog: list[CatalogEntry]) -> CatalogEntry | None:
+    """Word overlap weighted name 3 / description 2 / when-to-use 1; ties go to the first name A→Z."""
+    asked = words(request)
+    scored = []
+    for entry in catalog:
+        score = (
+            3 * len(asked & words(entry.name.replace("-", " ").replace("_", " ")))
+            + 2 * len(asked & words(entry.description))
+            + len(asked & words(entry.when_to_use))
+        )
+        if score:
+            scored.append((-score, entry.name, entry))
+    return min(scored)[2] if scored else None
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the request mentions that a tool argument could need."""
+
+    text: str
+    devices: list[str]
+    urls: list[str]
+    paths: list[str]
+    domains: list[str]
+    numbers: list[int]
+
+    @classmethod
+    def of(cls, text: str) -> Facts:
+        urls = _URL.findall(text)
+        without_urls = _URL.sub(" ", text)
+        return cls(
+            text=text,
+            devices=_DEVICE.findall(without_urls) + _IP.findall(without_urls),
+            urls=urls,
+            paths=_PATH.findall(without_urls),
+            domains=[d for d in _DOMAIN.findall(without_urls) if not _IP.fullmatch(d)],
+            numbers=[int(n) for n in _NUMBER.findall(_DEVICE.sub(" ", without_urls))],
+        )
+
+
+_MISSING = object()
+_TEXT_KEYS = {"q", "query", "question", "text", "search", "prompt", "brief", "message", "keyword", "keywords",
+              "topic", "description", "pattern", "reason"}  # fmt: skip
+
+
+def fill_argument(key: str, spec: dict, facts: Facts) -> Any:
+    """A plausible value for one argument, or _MISSING when the request does not supply one."""
+    if "default" in spec:
+        return spec["default"]
+    if spec.get("enum"):
+        return spec["enum"][0]
+    name = key.lower()
+    kind = spec.get("type", "string")
+    hint = f"{name} {spec.get('description', '')}".lower()
+    if any(part in name for part in ("device", "host", "server", "node", "target", "instance", "machine")):
+        if facts.devices:
+            return facts.devices[0]
+        if facts.domains and "probe" not in name:
+            return facts.domains[0]
+    if "url" in name:
+        return facts.urls[0] if facts.urls else _MISSING
+    if any(part in name for part in ("domain", "hostname", "fqdn")):
+        return facts.domains[0] if facts.domains else _MISSING
+    if "path" in name or name in {"file", "dir", "directory"}:
+        return facts.paths[0] if facts.paths else "/"
+    if "promql" in hint:
+        return "up"
+    if "logql" in hint:
+        return '{job=~".+"}'
+    if "traceql" in hint:
+        return "{}"
+    if kind in ("integer", "number"):
+        return facts.numbers[0] if facts.numbers else spec.get("minimum", 1)
+    if kind == "boolean":
+        return False
+    if kind == "array":
+        return []
+    if kind == "string" and (name in _TEXT_KEYS or name.endswith("_query")):
+        return facts.text
+    return _MISSING
+
+
+def plan_arguments(schema: dict, facts: Facts) -> dict | None:
+    arguments = {}
+    properties = schema.get("properties", {})
+    for key in schema.get("required", []):
+        value = fill_argument(key, properties.get(key, {}), facts)
+        if value is _MISSING:
+            return None
+        arguments[key] = value
+    return arguments
+
+
+def pick_tool_calls(request: str, tools: list[dict]) -> list[ToolCall]:
+    """Up to three read-looking tools whose names/descriptions share words with the request."""
+    asked, facts = words(request), Facts.of(request)
+    ranked = []
+    for spec in tools:
+        function = spec.get("function", {})
+        name = function.get("name", "")
+        name_words = words(name.replace("_", " "))
+        if name in CONTROL_TOOLS or name_words & _MUTATING_WORDS:
+            continue
+        score = 2 * len(asked & name_words) + len(asked & words(function.get("description", "")))
+        if not score:
+            continue
+        arguments = plan_arguments(function.get("parameters") or {}, facts)
+        if arguments is not None:
+            ranked.append((-score, name, arguments))
+    ranked.sort(key=lambda item: (item[0], item[1]))
+    return [
+        ToolCall(id=f"offline_{index}", name=name, arguments_raw=json.dumps(arguments, ensure_ascii=False))
+        for index, (_, name, arguments) in enumerate(ranked[:MAX_TOOLS])
+    ]
+
+
+def dispatch(entry: CatalogEntry, request: str) -> ToolCall:
+    facts = Facts.of(request)
+    context = ""
+    if facts.devices:
+        context = f"\nDevices mentioned: {', '.join(dict.fromkeys(facts.devices))}."
+    brief = (
+        f'The user wrote: "{request.strip()}"\n'
+        f"Investigate this as {entry.name} ({entry.description}) and report what you find, "
+        f"with the evidence behind each finding.{context}\n"
+        "You cannot see the conversation: everything known is in this brief."
+    )
+    summary = request.strip().splitlines()[0] if request.strip() else "the request"
+    arguments = {
+        "description": f"Investigate: {summary[:60]}",
+        "subagent_type": entry.name,
+        "prompt": brief,
+    }
+    return ToolCall(
+        id="offline_dispatch", name="AgentTool", arguments_raw=json.dumps(arguments, ensure_ascii=False)
+    )
+
+
+def _content(message: dict) -> str:
+    content = message.get("content")
+    if isinstance(content, list):  # multi-part content: keep the text parts
+        return " ".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return content or ""
+
+
+def _trailing_results(conversation: list[dict]) -> list[tuple[str, str]]:
+    """(tool name, content) of the tool messages answering the last assistant tool-call step."""
+    names: dict[str, str] = {}
+    results = []
+    for message in reversed(conversation):
+        if message.get("role") == "tool":
+            results.append(message)
+            continue
+        if message.get("role") == "assistant":
+            for call in message.get("tool_calls") or []:
+                names[call.get("id", "")] = call.get("function", {}).get("name", "tool")
+        break
+    return [(names.get(m.get("tool_call_id", ""), "tool"), _content(m)) for m in reversed(results)]
+
+
+def summarise(results: list[tuple[str, str]]) -> str:
+    if results and all(name == "AgentTool" for name, _ in results):
+        body = "\n\n".join(content.strip()[:3000] for _, content in results)
+        return f"Here is what the specialist found:\n\n{body}\n\n{LABEL}"
+    lines = [f"I ran {len(results)} tool call(s). What they returned:"]
+    for name, content in results:
+        excerpt = [line.strip() for line in content.splitlines() if line.strip()][:6]
+        shown = "\n  ".join(excerpt)[:600] or "(empty result)"
+        lines.append(f"- `{name}`:\n  {shown}")
+    lines.append(LABEL)
+    return "\n".join(lines)
+
+
+def respond(messages: list[dict], tools: list[dict]) -> LLMCompletion:
+    """The offline model's whole decision for one request."""
+    system = "\n".join(_content(m) for m in messages if m.get("role") == "system")
+    conversation = [m for m in messages if m.get("role") != "system"]
+    names = {spec.get("function", {}).get("name") for spec in tools}
+    users = [_content(m) for m in conversation if m.get("role") == "user"]
+    request = users[-1] if users else ""
+    if conversation and conversation[-1].get("role") == "tool":
+        return _final(summarise(_trailing_results(conversation)))
+    if "AgentTool" in names:
+        entry = best_specialist(request, parse_catalog(system))
+        if entry is not None:
+            return LLMCompletion(text="", tool_calls=[dispatch(entry, request)], finish_reason="tool_calls")
+    calls = pick_tool_calls(request, tools)
+    if calls:
+        return LLMCompletion(text="", tool_calls=calls, finish_reason="tool_calls")
+    return _final(_plain_answer(request, bool(tools)))
+
+
+def _plain_answer(request: str, had_tools: bool) -> str:
+    if not request.strip():
+        return f"Hello. Ask me about your systems. {LABEL}"
+    why = "none of my tools fits it" if had_tools else "I have no tools here"
+    return (
+        f'You asked: "{request.strip()[:500]}". I cannot answer that on my own because {why}; '
+        f"configure a real LLM (OPENAI_API_KEY) for open questions. {LABEL}"
+    )
+
+
+def _final(text: str) -> LLMCompletion:
+    return LLMCompletion(text=text, finish_reason="stop")
+
+
+class OfflineProvider:
+    name = "offline"
+
+    def default_model(self) -> str:
+        return "offline"
+
+    async def stream_chat(
+        self, messages: list[dict], tools: list[dict], model: str | None = None, **options: Any
+    ) -> AsyncIterator[LLMEvent]:
+        completion = respond(messages, tools)
+        for piece in re.findall(r"\S+\s*", completion.text):
+            yield LLMDelta(piece)
+        prompt_chars = sum(len(_content(m)) for m in messages) + len(json.dumps(tools))
+        completion_chars = len(completion.text) + sum(len(c.arguments_raw) for c in completion.tool_calls)
+        yield LLMCompletion(
+            text=completion.text,
+            tool_calls=completion.tool_calls,
+            usage={"prompt_tokens": prompt_chars // 4, "completion_tokens": completion_chars // 4},
+            finish_reason=completion.finish_reason,
+            model="offline",
+        )

@@ -1,0 +1,210 @@
+"""Any OpenAI-compatible chat-completions endpoint, through the official SDK.
+
+The SDK's own retries are switched off: this module retries 429 / 5xx / connection failures with
+exponential backoff itself, but only while nothing has been streamed yet, so a user never sees a
+sentence twice. Authentication and unknown-model failures are not retried and carry a message
+naming the setting to fix.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import weakref
+from collections.abc import AsyncIterator
+from typing import Any
+
+import openai
+
+from agents_app.llm.base import LLMCompletion, LLMDelta, LLMError, LLMEvent, ToolCall
+from audit_app.redaction import redact_text
+
+logger = logging.getLogger(__name__)
+
+_CLIENTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _client_for_loop(api_key: str, base_url: str | None, timeout: float) -> openai.AsyncOpenAI:
+    """One SDK client per event loop and endpoint: connections are reused, never shared across loops."""
+    loop = asyncio.get_running_loop()
+    per_loop = _CLIENTS.setdefault(loop, {})
+    key = (api_key, base_url, timeout)
+    if key not in per_loop:
+        per_loop[key] = openai.AsyncOpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0)
+    return per_loop[key]
+
+
+class OpenAIProvider:
+    name = "openai"
+
+    def __init__(
+        self,
+        *,
+        api_key: str | None,
+        base_url: str | None = None,
+        model: str = "gpt-4o-mini",
+        timeout: float = 60.0,
+        max_retries: int = 3,
+        backoff_base: float = 0.5,
+        backoff_cap: float = 8.0,
+    ):
+        self.api_key = api_key or "not-set"
+        self.base_url = base_url
+        self.model = model
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.backoff_base = backoff_base
+        self.backoff_cap = backoff_cap
+
+    @classmethod
+    def from_config(cls, config: Any) -> OpenAIProvider:
+        return cls(
+            api_key=config.openai_api_key,
+            base_url=config.openai_base_url,
+            model=config.model,
+            timeout=config.llm_timeout,
+            max_retries=config.llm_max_retries,
+        )
+
+    def default_model(self) -> str:
+        return self.model
+
+    def backoff(self, attempt: int) -> float:
+        """Exponential backoff with jitter, so parallel workers do not retry in lockstep."""
+        delay = min(self.backoff_cap, self.backoff_base * (2 ** (attempt - 1)))
+        return delay * (0.5 + random.random() / 2)
+
+    async def stream_chat(
+        self, messages: list[dict], tools: list[dict], model: str | None = None, **options: Any
+    ) -> AsyncIterator[LLMEvent]:
+        model = model or self.model
+        attempt = 0
+        while True:
+            streamed = False
+            try:
+                async for event in self._stream_once(messages, tools, model, options):
+                    streamed = streamed or isinstance(event, LLMDelta)
+                    yield event
+                return
+            except LLMError as error:
+                if not error.retryable or streamed or attempt >= self.max_retries:
+                    if attempt:
+                        error.message = f"{error.message} (after {attempt + 1} attempts)"
+                        error.args = (error.message,)
+                    raise
+                attempt += 1
+                delay = self.backoff(attempt)
+                logger.warning("LLM call failed (%s); retry %d in %.2fs", error.message, attempt, delay)
+                await asyncio.sleep(delay)
+
+    async def _stream_once(
+        self, messages: list[dict], tools: list[dict], model: str, options: dict
+    ) -> AsyncIterator[LLMEvent]:
+        client = _client_for_loop(self.api_key, self.base_url, self.timeout)
+        request: dict[str, Any] = {
+            "model": model,
+            "messages": messages,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if tools:
+            request["tools"] = tools
+        request.update(options)
+        text: list[str] = []
+        calls: dict[int, dict[str, Any]] = {}
+        usage = {"prompt_tokens": 0, "completion_tokens": 0}
+        finish_reason = "stop"
+        try:
+            stream = await client.chat.completions.create(**request)
+            async with stream:  # closes the HTTP response even when the consumer stops early
+                async for chunk in stream:
+                    if chunk.usage:
+                        usage = {
+                            "prompt_tokens": chunk.usage.prompt_tokens or 0,
+                            "completion_tokens": chunk.usage.completion_tokens or 0,
+                        }
+                    for choice in chunk.choices or []:
+                        delta = choice.delta
+                        if delta is not None and delta.content:
+                            text.append(delta.content)
+                            yield LLMDelta(delta.content)
+                        for piece in (delta.tool_calls if delta is not None else None) or []:
+                            _accumulate(calls, piece)
+                        if choice.finish_reason:
+                            finish_reason = choice.finish_reason
+        except openai.APIError as error:
+            raise _translate(error, model, self.base_url) from error
+        except Exception as error:  # transport failures the SDK does not wrap mid-stream
+            if type(error).__module__.split(".")[0] in {"httpx", "httpx2", "httpcore"}:
+                raise LLMError(
+                    f"the connection to the LLM endpoint broke: {type(error).__name__}", retryable=True
+                ) from error
+            raise
+        yield LLMCompletion(
+            text="".join(text),
+            tool_calls=[_finish_call(index, calls[index]) for index in sorted(calls)],
+            usage=usage,
+            finish_reason=finish_reason,
+            model=model,
+        )
+
+
+def _accumulate(calls: dict[int, dict[str, Any]], piece: Any) -> None:
+    """Tool calls arrive in fragments keyed by index: the id and name once, arguments in pieces."""
+    slot = calls.setdefault(
+        piece.index if piece.index is not None else len(calls), {"id": "", "name": "", "args": []}
+    )
+    if piece.id:
+        slot["id"] = piece.id
+    function = piece.function
+    if function is not None:
+        if function.name:
+            slot["name"] = function.name if not slot["name"] else slot["name"] + function.name
+        if function.arguments:
+            slot["args"].append(function.arguments)
+
+
+def _finish_call(index: int, slot: dict[str, Any]) -> ToolCall:
+    return ToolCall(id=slot["id"] or f"call_{index}", name=slot["name"], arguments_raw="".join(slot["args"]))
+
+
+def _translate(error: openai.APIError, model: str, base_url: str | None) -> LLMError:
+    endpoint = base_url or "the OpenAI API"
+    if isinstance(error, openai.APITimeoutError):
+        return LLMError(f"the LLM endpoint {endpoint} timed out", retryable=True)
+    if isinstance(error, openai.APIConnectionError):
+        return LLMError(f"cannot reach the LLM endpoint {endpoint}: {error}", retryable=True)
+    status = getattr(error, "status_code", None)
+    detail = _detail(error)
+    if isinstance(error, openai.AuthenticationError):
+        return LLMError(
+            f"the LLM endpoint {endpoint} refused the API key (check OPENAI_API_KEY): {detail}", status=status
+        )
+    if isinstance(error, openai.PermissionDeniedError):
+        return LLMError(f"the API key may not use model {model!r} at {endpoint}: {detail}", status=status)
+    if isinstance(error, openai.NotFoundError):
+        return LLMError(
+            f"model {model!r} was not found at {endpoint} "
+            f"(check ONGRID_MODEL or the persona's model): {detail}",
+            status=status,
+        )
+    if isinstance(error, openai.RateLimitError):
+        return LLMError(f"the LLM endpoint is rate limiting: {detail}", retryable=True, status=status)
+    if status is not None and status >= 500:
+        return LLMError(
+            f"the LLM endpoint failed with HTTP {status}: {detail}", retryable=True, status=status
+        )
+    if status == 408 or status == 409:
+        return LLMError(f"the LLM endpoint answered HTTP {status}: {detail}", retryable=True, status=status)
+    return LLMError(f"the LLM endpoint rejected the request (HTTP {status}): {detail}", status=status)
+
+
+def _detail(error: openai.APIError) -> str:
+    """The server's own words, minus any echo of the key (OpenAI quotes part of a rejected key)."""
+    body = getattr(error, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and inner.get("message"):
+            return redact_text(str(inner["message"]))
+    return redact_text(getattr(error, "message", None) or str(error))

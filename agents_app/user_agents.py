@@ -1,0 +1,214 @@
+"""User agents: the organization-owned personas edited in the admin and the API.
+
+Validation, the .md import/export pair and the registry notifications live here so that the
+admin, the API and any future surface share one set of rules. Registry notifications hang off
+model signals, so every path that saves or deletes a row (admin forms, admin bulk delete, the
+API, a shell) bumps the organization's registry version and updates this process's registry.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models.signals import post_delete, post_save
+
+from agents_app import registry, tool_names
+from agents_app.models import RegistryVersion, UserAgent
+from agents_app.personas import (
+    COORDINATOR,
+    KNOWN_KEYS,
+    NAME_MAX_LENGTH,
+    NAME_RE,
+    REVIEWER,
+    Persona,
+    PersonaError,
+    parse_persona,
+    persona_to_markdown,
+)
+from ops_app import roles
+from ops_app.tenancy import sees_all_tenants
+
+log = logging.getLogger(__name__)
+
+PERSONA_FIELDS = (
+    "name",
+    "description",
+    "when_to_use",
+    "body",
+    "tools",
+    "disallowed_tools",
+    "permission_mode",
+    "max_turns",
+    "max_tool_calls",
+    "model",
+    "critical_reminder",
+    "skills",
+    "extra",
+)
+
+
+def may_override_coordinator(user) -> bool:
+    """Only org admins (and platform staff) may replace their organization's coordinator."""
+    if user is None or not user.is_authenticated:
+        return False
+    return sees_all_tenants(user) or user.groups.filter(name=roles.ORG_ADMIN).exists()
+
+
+def is_org_admin(user) -> bool:
+    return may_override_coordinator(user)
+
+
+def field_errors(agent: UserAgent, user=None) -> dict[str, list[str]]:
+    """Every rule a user agent must pass, as messages per field (R4)."""
+    errors: dict[str, list[str]] = {}
+
+    def add(name: str, message: str) -> None:
+        errors.setdefault(name, []).append(message)
+
+    name = agent.name or ""
+    if len(name) > NAME_MAX_LENGTH or not NAME_RE.match(name):
+        add("name", "Use lowercase letters, digits and single hyphens, like 'specialist-postgres'.")
+    elif name == REVIEWER:
+        add("name", "'reviewer' is reserved: only the review gate runs the reviewer.")
+    elif name == COORDINATOR and not may_override_coordinator(user):
+        add("name", "'default' is the coordinator; only an org admin may override it.")
+    elif agent.organization_id and (
+        UserAgent.objects.filter(organization_id=agent.organization_id, name=name)
+        .exclude(pk=agent.pk)
+        .exists()
+    ):
+        add("name", f"Your organization already has an agent named {name!r}.")
+    for key, allow_unmatched in (("tools", False), ("disallowed_tools", True)):
+        value = getattr(agent, key)
+        if value is None:
+            continue
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            add(key, "Give a list of tool names.")
+            continue
+        unknown = tool_names.unknown_tools(value, allow_unmatched_patterns=allow_unmatched)
+        if unknown:
+            add(
+                key,
+                f"Unknown tool(s): {', '.join(unknown)}. "
+                f"Known tools: {', '.join(sorted(tool_names.KNOWN_TOOLS))}.",
+            )
+    skills = agent.skills or []
+    if not isinstance(skills, list) or not all(isinstance(item, str) for item in skills):
+        add("skills", "Give a list of skill names.")
+    else:
+        known = registry.get_skill_registry()
+        missing = [skill for skill in skills if known.by_name(skill) is None]
+        if missing:
+            add("skills", f"Unknown skill(s): {', '.join(missing)}.")
+    if not isinstance(agent.extra or {}, dict):
+        add("extra", "Must be a mapping of keys to values.")
+    else:
+        clashing = sorted(key for key in agent.extra or {} if key in KNOWN_KEYS)
+        if clashing:
+            add("extra", f"These keys have their own fields: {', '.join(clashing)}.")
+    if not errors:
+        try:
+            agent.to_persona()
+        except PersonaError as exc:
+            add("__all__", exc.message)
+    return errors
+
+
+def validate(agent: UserAgent, user=None) -> None:
+    """Raise a Django ValidationError keyed by field when `agent` is not a usable persona."""
+    errors = field_errors(agent, user)
+    if errors:
+        raise ValidationError(errors)
+
+
+def fields_from_persona(persona: Persona) -> dict:
+    return {
+        "name": persona.name,
+        "description": persona.description,
+        "when_to_use": persona.when_to_use,
+        "body": persona.body,
+        "tools": list(persona.tools) if persona.tools is not None else None,
+        "disallowed_tools": list(persona.disallowed_tools),
+        "permission_mode": persona.permission_mode,
+        "max_turns": persona.max_turns,
+        "max_tool_calls": persona.max_tool_calls,
+        "model": persona.model or "",
+        "critical_reminder": persona.critical_reminder,
+        "skills": list(persona.skills),
+        "extra": dict(persona.extra),
+    }
+
+
+def to_markdown(agent: UserAgent) -> str:
+    """The row as a persona file ("view as .md"); importing it gives the same row back."""
+    return persona_to_markdown(agent.to_persona())
+
+
+@transaction.atomic
+def import_markdown(text: str, organization, user, *, overwrite: bool = False) -> UserAgent:
+    """Create (or with `overwrite`, update) the user agent a persona file describes.
+
+    Raises ValidationError with a human message for a malformed file or an invalid persona;
+    nothing is written then.
+    """
+    try:
+        persona = parse_persona(text, source="user", path="uploaded file")
+    except PersonaError as exc:
+        raise ValidationError(str(exc)) from None
+    agent = UserAgent.objects.filter(organization=organization, name=persona.name).first()
+    if agent is not None and not overwrite:
+        raise ValidationError(
+            f"An agent named {persona.name!r} already exists; tick 'replace existing' to overwrite it."
+        )
+    if agent is None:
+        agent = UserAgent(organization=organization, created_by=user if user and user.pk else None)
+    for key, value in fields_from_persona(persona).items():
+        setattr(agent, key, value)
+    validate(agent, user)
+    agent.save()
+    return agent
+
+
+# ---------------------------------------------------------------------------------------------
+# Registry notifications
+
+
+def _apply_saved(organization_id: int, persona: Persona | None, old_name: str | None) -> None:
+    live = registry.applied_in_process(organization_id)
+    if live is None:
+        return  # this process never built the overlay; the next get_registry reads the rows
+    if old_name and (persona is None or old_name != persona.name):
+        live.remove(old_name)
+    if persona is not None:
+        live.replace(persona)
+
+
+def _on_saved(sender, instance: UserAgent, **kwargs) -> None:
+    RegistryVersion.bump(instance.organization_id)
+    old_name = getattr(instance, "_loaded_name", None)
+    persona = None
+    if instance.enabled:
+        try:
+            persona = instance.to_persona()
+        except PersonaError:
+            log.warning(
+                "user agent %s (id %s) is not a valid persona; not in the registry", instance, instance.pk
+            )
+    if persona is None:
+        old_name = old_name or instance.name
+    instance._loaded_name = instance.name
+    org = instance.organization_id
+    transaction.on_commit(lambda: _apply_saved(org, persona, old_name))
+
+
+def _on_deleted(sender, instance: UserAgent, **kwargs) -> None:
+    RegistryVersion.bump(instance.organization_id)
+    org, name = instance.organization_id, getattr(instance, "_loaded_name", None) or instance.name
+    transaction.on_commit(lambda: _apply_saved(org, None, name))
+
+
+def connect_signals() -> None:
+    post_save.connect(_on_saved, sender=UserAgent, dispatch_uid="ongrid-user-agent-saved")
+    post_delete.connect(_on_deleted, sender=UserAgent, dispatch_uid="ongrid-user-agent-deleted")

@@ -1,0 +1,20 @@
+"""Pytest fixture for the fake OpenAI-compatible server (`tests/fake_llm.py`).
+
+Load it in a test module with `pytest_plugins = ["tests.support.fake_llm"]`.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.fake_llm import FakeLLM
+
+
+@pytest.fixture
+def fake_llm():
+    """A started FakeLLM on a free loopback port: `.base_url`, `.script(...)`, `.requests`."""
+    server = FakeLLM().start()
+    try:
+        yield server
+    finally:
+        server.stop()
