@@ -24,7 +24,7 @@ from agents_app.kernel import AgentResult, CancelToken, run_agent
 from agents_app.llm import get_provider
 from agents_app.personas import COORDINATOR, REVIEWER, Persona
 from agents_app.redirect_stubs import STUBS, redirect_payload
-from agents_app.registry import get_registry
+from agents_app.registry import aget_registry, get_skill_registry
 from agents_app.toolbag import build_toolbag
 from agents_app.tools.base import Tool, ToolContext, ToolError, ToolResult, load_builtin_tools
 from chat_app import services
@@ -146,7 +146,7 @@ class Runtime:
     async def _run_coordinator(
         self, session: ChatSession, publisher: Publisher, token: CancelToken
     ) -> AgentResult:
-        registry = get_registry(session.organization_id)
+        registry = await aget_registry(session.organization_id)
         persona = registry.by_name(COORDINATOR)
         if persona is None:
             raise RuntimeError("No coordinator persona named 'default' is loaded.")
@@ -165,7 +165,7 @@ class Runtime:
             messages=messages,
             tools=tools,
             ctx=ctx,
-            provider=get_provider(),
+            provider=get_provider(persona.model),
             sink=KernelSink(publisher, session.pk, is_worker=False),
             cancel=token,
             skills=self._skills(persona),
@@ -213,7 +213,7 @@ class Runtime:
         """Run one worker to a terminal state and return its answer. Never spawns the reviewer."""
         if persona_name in NOT_DISPATCHABLE:
             raise ToolError(f"{persona_name!r} cannot be dispatched.")
-        persona = get_registry(parent.organization_id).by_name(persona_name)
+        persona = (await aget_registry(parent.organization_id)).by_name(persona_name)
         if persona is None:
             raise ToolError(f"Unknown subagent_type {persona_name!r}.")
         return await self._run_worker(parent, persona, description, prompt, publisher)
@@ -270,7 +270,7 @@ class Runtime:
             messages=[{"role": "user", "content": prompt}],
             tools=tools,
             ctx=ctx,
-            provider=get_provider(),
+            provider=get_provider(persona.model),
             sink=KernelSink(publisher, worker.pk, is_worker=True),
             cancel=token,
             skills=self._skills(persona),
@@ -311,7 +311,10 @@ class Runtime:
     # ---- plumbing ----------------------------------------------------------------------------
 
     def _register(self, session_id: int) -> CancelToken:
-        token = CancelToken()
+        async def flagged() -> str | None:
+            return "stopped" if await services.astop_requested(session_id) else None
+
+        token = CancelToken(check=flagged)
         self._tokens[session_id] = token
         return token
 
@@ -332,8 +335,6 @@ class Runtime:
 
     @staticmethod
     def _skills(persona: Persona) -> list:
-        from agents_app.registry import get_skill_registry
-
         skills = get_skill_registry()
         return [s for s in (skills.by_name(name) for name in persona.skills) if s is not None]
 

@@ -90,9 +90,6 @@ def _database(env: Mapping[str, str], data_dir: Path) -> dict:
             "NAME": str(data_dir / "ongrid.sqlite3"),
             # WAL lets the ASGI process read while a turn writes.
             "OPTIONS": {"init_command": "PRAGMA journal_mode=WAL;", "timeout": 20},
-            # A file, not memory, so that tests can reach the test database from a subprocess
-            # (a Celery worker, a daphne, a second process that must see a registry edit).
-            "TEST": {"NAME": str(data_dir / "test_ongrid.sqlite3")},
         }
     db = dj_database_url.parse(url, conn_max_age=0, conn_health_checks=True)
     if db["ENGINE"] == "django.db.backends.postgresql":

@@ -14,7 +14,8 @@ def test_markdown_keeps_links_code_and_lists():
 
 def test_scripts_handlers_and_javascript_urls_are_removed():
     html = render_markdown(
-        '<script>alert(1)</script><img src=x onerror="alert(2)"> [x](javascript:alert(3)) <b onclick="e()">b</b>'
+        '<script>alert(1)</script><img src=x onerror="alert(2)"> '
+        '[x](javascript:alert(3)) <b onclick="e()">b</b>'
     )
     assert "<script" not in html and "alert(1)" not in html
     assert "onerror" not in html and "<img" not in html

@@ -10,7 +10,7 @@ import pytest
 
 from chat_app import services
 from chat_app.models import ChatSession, MessageRole, SessionStatus
-from tests.support.subprocess_env import ROOT, child_env
+from tests.support.django_subprocess import ROOT, child_env
 
 
 @pytest.fixture

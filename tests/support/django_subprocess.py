@@ -38,6 +38,19 @@ def test_database_url() -> str:
     raise RuntimeError(f"no subprocess support for {db['ENGINE']}")
 
 
+def child_env(**extra: str) -> dict[str, str]:
+    """Environment for any child process (daphne, a Celery worker, a script) on the test database."""
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "ongrid_site.settings",
+        "SECRET_KEY": os.environ.get("SECRET_KEY") or "subprocess-test-key",
+        "DATABASE_URL": test_database_url(),
+        "PYTHONPATH": str(ROOT),
+    }
+    env.update(extra)
+    return env
+
+
 class DjangoProcess:
     """A long-lived `python -c` Django process that answers one stdin line with one stdout line."""
 
