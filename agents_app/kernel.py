@@ -233,7 +233,9 @@ class _AgentRun:
         self.usage["tool_calls"] += min(len(calls), remaining)
         for call, outcome in zip(calls, outcomes, strict=True):
             self._append({"role": "tool", "tool_call_id": call.id, "content": outcome.content})
-        if self.cancel.cancelled or any(outcome.status == "killed" for outcome in outcomes):
+        # Only this run's own stop ends it: a tool reporting `killed` (AgentTool after TaskStop of
+        # its worker) is news for the model to read, not a reason to stop the coordinator.
+        if self.cancel.cancelled:
             raise _Stopped
 
     async def _one_call(self, call: ToolCall, *, within_budget: bool) -> ToolOutcome:

@@ -209,6 +209,7 @@ class Runtime:
         description: str,
         prompt: str,
         publisher: Publisher | None = None,
+        tool_call_id: str = "",
     ) -> WorkerOutcome:
         """Run one worker to a terminal state and return its answer. Never spawns the reviewer."""
         if persona_name in NOT_DISPATCHABLE:
@@ -216,11 +217,13 @@ class Runtime:
         persona = (await aget_registry(parent.organization_id)).by_name(persona_name)
         if persona is None:
             raise ToolError(f"Unknown subagent_type {persona_name!r}.")
-        return await self._run_worker(parent, persona, description, prompt, publisher)
+        return await self._run_worker(parent, persona, description, prompt, publisher, tool_call_id)
 
-    async def _run_worker(self, parent, persona: Persona, description, prompt, publisher) -> WorkerOutcome:
+    async def _run_worker(
+        self, parent, persona: Persona, description, prompt, publisher, tool_call_id: str = ""
+    ) -> WorkerOutcome:
         publisher = publisher or Publisher(parent.root_session_id or parent.pk)
-        worker = await services.aopen_worker_session(parent, persona.name, description, prompt)
+        worker = await services.aopen_worker_session(parent, persona.name, description, prompt, tool_call_id)
         await publisher.publish(
             {
                 "event": "worker.started",
@@ -229,6 +232,7 @@ class Runtime:
                 "persona": persona.name,
                 "description": description,
                 "status": "pending",
+                "call_id": tool_call_id,
             }
         )
         token = self._register(worker.pk)

@@ -1,0 +1,26 @@
+"""Fixture: the product's LLM pointed at the fake server, replies routed per agent."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from tests.support.llm_routing import ByAgent
+
+
+@pytest.fixture
+def agents_llm(fake_llm, settings):
+    """Point the product at the fake LLM (through the real SDK) and route replies by agent."""
+    settings.CONFIG = dataclasses.replace(
+        settings.CONFIG,
+        llm="openai",
+        openai_api_key="test-key",
+        openai_base_url=fake_llm.base_url,
+        model="fake-model",
+        llm_max_retries=0,
+        llm_timeout=30.0,
+    )
+    router = ByAgent()
+    fake_llm.route(router)
+    return router
