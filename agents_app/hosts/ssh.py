@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
+import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -55,8 +56,13 @@ class SSHSettings:
         return text
 
 
-_POOL: dict[tuple, asyncssh.SSHClientConnection] = {}
-_LOCKS: dict[tuple, asyncio.Lock] = {}
+# Connections belong to the event loop that opened them; a loop that goes away takes its pool along.
+_POOLS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple, asyncssh.SSHClientConnection]] = (
+    weakref.WeakKeyDictionary()
+)
+_LOCKS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple, asyncio.Lock]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 class SSHTransport:
@@ -104,14 +110,16 @@ class SSHTransport:
         )
 
     async def _connection(self) -> asyncssh.SSHClientConnection:
-        key = (id(asyncio.get_running_loop()), *self.settings.pool_key())
-        lock = _LOCKS.setdefault(key, asyncio.Lock())
+        loop = asyncio.get_running_loop()
+        key = self.settings.pool_key()
+        pool = _POOLS.setdefault(loop, {})
+        lock = _LOCKS.setdefault(loop, {}).setdefault(key, asyncio.Lock())
         async with lock:
-            conn = _POOL.get(key)
+            conn = pool.get(key)
             if conn is not None and not conn.is_closed():
                 return conn
             conn = await self._connect()
-            _POOL[key] = conn
+            pool[key] = conn
             return conn
 
     async def _connect(self) -> asyncssh.SSHClientConnection:
@@ -193,9 +201,9 @@ async def _pump(stream: asyncssh.SSHReader, sink: CappedBuffer) -> None:
 
 async def close_all() -> None:
     """Close every pooled connection of the running loop (tests, shutdown)."""
-    loop_id = id(asyncio.get_running_loop())
-    for key in [k for k in _POOL if k[0] == loop_id]:
-        conn = _POOL.pop(key)
+    loop = asyncio.get_running_loop()
+    connections = _POOLS.pop(loop, {})
+    _LOCKS.pop(loop, None)
+    for conn in connections.values():
         conn.close()
         await conn.wait_closed()
-        _LOCKS.pop(key, None)

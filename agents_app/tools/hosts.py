@@ -151,7 +151,7 @@ async def host_du_summary(ctx: ToolContext, device: str, path: str, depth: int =
     path = _absolute_path(path)
     depth = int(_bounded(depth, "depth", 1, 3, 1))
     limit = int(_bounded(limit, "limit", 1, 50, 10))
-    script = Script.command("du", "-x", "-B1", f"--max-depth={depth}", "--", path)
+    script = Script.command("du", "-a", "-x", "-B1", f"--max-depth={depth}", "--", path)
     name, result = await run_on_device(ctx, device, script)
     if result.timed_out or not result.stdout.strip():
         raise ToolError(result.error_text())
