@@ -1,3 +1,7 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from ops_app import api
+
+urlpatterns: list = [
+    path("api/knowledge/", api.KnowledgeView.as_view(), name="api-knowledge"),
+]
