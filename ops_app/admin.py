@@ -67,7 +67,9 @@ class KnowledgeDocumentForm(forms.ModelForm):
             organization=organization, source_kind=self.instance.source_kind, source=data["source"]
         ).exclude(pk=self.instance.pk)
         if organization is not None and clash.exists():
-            raise forms.ValidationError({"source": "Another document of this organization has this source name."})
+            raise forms.ValidationError(
+                {"source": "Another document of this organization has this source name."}
+            )
         return data
 
 

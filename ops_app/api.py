@@ -18,8 +18,12 @@ from ops_app.tenancy import organization_of
 
 
 class KnowledgeDocumentSerializer(serializers.ModelSerializer):
-    passages = serializers.IntegerField(source="passage_count", read_only=True, default=None)
+    passages = serializers.SerializerMethodField()
     indexed = serializers.BooleanField(source="is_indexed", read_only=True)
+
+    def get_passages(self, document: KnowledgeDocument) -> int:
+        count = getattr(document, "passage_count", None)  # annotated on lists (no N+1)
+        return document.passages.count() if count is None else count
 
     class Meta:
         model = KnowledgeDocument
@@ -52,7 +56,9 @@ class KnowledgeUploadSerializer(serializers.Serializer):
         except knowledge.KnowledgeInputError as exc:
             raise serializers.ValidationError({"file": str(exc)}) from None
         fallback = name.rsplit(".", 1)[0].replace("-", " ").replace("_", " ")
-        title, body = knowledge.title_of(text, fallback) if name.endswith((".md", ".markdown")) else (fallback, text)
+        title, body = (
+            knowledge.title_of(text, fallback) if name.endswith((".md", ".markdown")) else (fallback, text)
+        )
         return {"source": name, "title": (attrs.get("title") or "").strip() or title, "content": body}
 
 
@@ -82,7 +88,8 @@ class KnowledgeView(APIView):
             return Response({"detail": "you belong to no organization"}, status=status.HTTP_403_FORBIDDEN)
         if not request.user.has_perm("ops_app.add_knowledgedocument"):
             return Response(
-                {"detail": "only organization admins can add knowledge documents"}, status=status.HTTP_403_FORBIDDEN
+                {"detail": "only organization admins can add knowledge documents"},
+                status=status.HTTP_403_FORBIDDEN,
             )
         upload = KnowledgeUploadSerializer(data=request.data)
         upload.is_valid(raise_exception=True)
@@ -98,5 +105,4 @@ class KnowledgeView(APIView):
         else:
             state = "queued"  # a Celery worker will index it
         body = {"status": state, "document": KnowledgeDocumentSerializer(document).data}
-        body["document"]["passages"] = document.passages.count()
         return Response(body, status=status.HTTP_200_OK if state == "unchanged" else status.HTTP_202_ACCEPTED)

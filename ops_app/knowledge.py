@@ -214,7 +214,9 @@ def save_document(
     """Store the document's text. Returns (document, changed); unchanged text writes nothing."""
     org_id = organization if isinstance(organization, int) else organization.pk
     digest = content_hash(title, content)
-    existing = KnowledgeDocument.objects.filter(organization_id=org_id, source_kind=kind, source=source).first()
+    existing = KnowledgeDocument.objects.filter(
+        organization_id=org_id, source_kind=kind, source=source
+    ).first()
     if existing is not None and existing.content_hash == digest:
         return existing, False
     document, _ = KnowledgeDocument.objects.update_or_create(
@@ -232,8 +234,9 @@ def index_document(document_id: int) -> int:
         document = KnowledgeDocument.objects.select_for_update().get(pk=document_id)
         if document.is_indexed:
             return document.passages.count()
-        is_markdown = document.source_kind == KnowledgeDocument.Source.VAULT or document.source.lower().endswith(
-            (".md", ".markdown")
+        is_markdown = (
+            document.source_kind == KnowledgeDocument.Source.VAULT
+            or document.source.lower().endswith((".md", ".markdown"))
         )
         chunks = chunk_markdown(document.content) if is_markdown else chunk_text(document.content)
         document.passages.all().delete()
@@ -285,9 +288,13 @@ def sync_vault(organization: Organization | int, directory: Path) -> VaultReport
             report.errors.append(f"{relative}: {exc}")
             continue
         title, body = title_of(raw, fallback=path.stem.replace("-", " ").capitalize())
-        outcome = ingest(org_id, kind=KnowledgeDocument.Source.VAULT, source=relative, title=title, content=body)
+        outcome = ingest(
+            org_id, kind=KnowledgeDocument.Source.VAULT, source=relative, title=title, content=body
+        )
         (report.indexed if outcome["status"] == "indexed" else report.unchanged).append(relative)
-    stale = KnowledgeDocument.objects.filter(organization_id=org_id, source_kind=KnowledgeDocument.Source.VAULT)
+    stale = KnowledgeDocument.objects.filter(
+        organization_id=org_id, source_kind=KnowledgeDocument.Source.VAULT
+    )
     stale = stale.exclude(source__in=seen)
     report.removed = sorted(stale.values_list("source", flat=True))
     stale.delete()
@@ -373,12 +380,15 @@ def rank(words: list[str], passages: list[PassageView], total_passages: int) -> 
         score = round(min(1.0, 0.55 * coverage + 0.2 * document_coverage + 0.25 * heading_coverage), 3)
         length = sum(counts.values())
         strength = sum(
-            idf[t] * counts[t] / (counts[t] + 1.2 * (0.25 + 0.75 * length / (average_length or 1))) for t in matched
+            idf[t] * counts[t] / (counts[t] + 1.2 * (0.25 + 0.75 * length / (average_length or 1)))
+            for t in matched
         )
         scored.append((score, strength, -passage.id, passage, matched))
     scored.sort(key=lambda item: (item[0], item[1], item[2]), reverse=True)
     return [
-        Hit(p.document_id, p.title, p.source, p.source_kind, p.heading, score, _snippet(p.text, matched), p.id)
+        Hit(
+            p.document_id, p.title, p.source, p.source_kind, p.heading, score, _snippet(p.text, matched), p.id
+        )
         for score, _, _, p, matched in scored
     ]
 

@@ -24,7 +24,8 @@ SQLITE_CREATE = [
     f"CREATE TRIGGER IF NOT EXISTS {FTS_TABLE}_ai AFTER INSERT ON {PASSAGE_TABLE} BEGIN "
     f"INSERT INTO {FTS_TABLE}(rowid, search_text) VALUES (new.id, new.search_text); END",
     f"CREATE TRIGGER IF NOT EXISTS {FTS_TABLE}_ad AFTER DELETE ON {PASSAGE_TABLE} BEGIN "
-    f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rowid, search_text) VALUES ('delete', old.id, old.search_text); END",
+    f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rowid, search_text) "
+    "VALUES ('delete', old.id, old.search_text); END",
     f"CREATE TRIGGER IF NOT EXISTS {FTS_TABLE}_au AFTER UPDATE ON {PASSAGE_TABLE} BEGIN "
     f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rowid, search_text) VALUES ('delete', old.id, old.search_text); "
     f"INSERT INTO {FTS_TABLE}(rowid, search_text) VALUES (new.id, new.search_text); END",

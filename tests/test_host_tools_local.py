@@ -16,8 +16,12 @@ import pytest
 from agents_app.tools.base import ToolContext, ToolError, load_builtin_tools
 from ops_app.models import Device
 from tests.support import httpd
+from tests.support.asyncdb import close_async_db_connections  # noqa: F401 - fixture
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("close_async_db_connections"),
+]
 
 MIB = 1024 * 1024
 

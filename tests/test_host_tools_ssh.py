@@ -12,9 +12,13 @@ from agents_app.hosts.devices import transport_for
 from agents_app.hosts.transport import Script
 from agents_app.tools.base import ToolContext, ToolError, load_builtin_tools
 from ops_app.models import Device
+from tests.support.asyncdb import close_async_db_connections  # noqa: F401 - fixture
 from tests.support.sshd import SSHServer, sshd  # noqa: F401 - the fixture
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("close_async_db_connections"),
+]
 
 MIB = 1024 * 1024
 OTHER_HOST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl"

@@ -7,60 +7,106 @@ from ops_app.knowledge_index import create_fulltext_index, drop_fulltext_index
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('ops_app', '0003_device'),
+        ("ops_app", "0003_device"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='KnowledgeDocument',
+            name="KnowledgeDocument",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('title', models.CharField(max_length=300)),
-                ('source_kind', models.CharField(choices=[('vault', 'Vault runbook'), ('upload', 'Upload')], default='upload', max_length=10)),
-                ('source', models.CharField(help_text="Path inside the vault, or the uploaded file's name.", max_length=500)),
-                ('content', models.TextField(help_text='Markdown or plain text.')),
-                ('content_hash', models.CharField(editable=False, max_length=64)),
-                ('indexed_hash', models.CharField(blank=True, editable=False, max_length=64)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('organization', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='ops_app.organization')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("title", models.CharField(max_length=300)),
+                (
+                    "source_kind",
+                    models.CharField(
+                        choices=[("vault", "Vault runbook"), ("upload", "Upload")],
+                        default="upload",
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "source",
+                    models.CharField(
+                        help_text="Path inside the vault, or the uploaded file's name.", max_length=500
+                    ),
+                ),
+                ("content", models.TextField(help_text="Markdown or plain text.")),
+                ("content_hash", models.CharField(editable=False, max_length=64)),
+                ("indexed_hash", models.CharField(blank=True, editable=False, max_length=64)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "organization",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="ops_app.organization",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['title'],
+                "ordering": ["title"],
             },
         ),
         migrations.CreateModel(
-            name='KnowledgePassage',
+            name="KnowledgePassage",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('position', models.PositiveIntegerField()),
-                ('heading', models.CharField(blank=True, max_length=300)),
-                ('text', models.TextField()),
-                ('search_text', models.TextField()),
-                ('document', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='passages', to='ops_app.knowledgedocument')),
-                ('organization', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='ops_app.organization')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("position", models.PositiveIntegerField()),
+                ("heading", models.CharField(blank=True, max_length=300)),
+                ("text", models.TextField()),
+                ("search_text", models.TextField()),
+                (
+                    "document",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="passages",
+                        to="ops_app.knowledgedocument",
+                    ),
+                ),
+                (
+                    "organization",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="ops_app.organization",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['document', 'position'],
+                "ordering": ["document", "position"],
             },
         ),
         migrations.AddIndex(
-            model_name='knowledgedocument',
-            index=models.Index(fields=['organization', '-updated_at'], name='knowledge_doc_org_updated_idx'),
+            model_name="knowledgedocument",
+            index=models.Index(fields=["organization", "-updated_at"], name="knowledge_doc_org_updated_idx"),
         ),
         migrations.AddConstraint(
-            model_name='knowledgedocument',
-            constraint=models.UniqueConstraint(fields=('organization', 'source_kind', 'source'), name='knowledge_doc_source_uniq'),
+            model_name="knowledgedocument",
+            constraint=models.UniqueConstraint(
+                fields=("organization", "source_kind", "source"), name="knowledge_doc_source_uniq"
+            ),
         ),
         migrations.AddIndex(
-            model_name='knowledgepassage',
-            index=models.Index(fields=['organization'], name='knowledge_passage_org_idx'),
+            model_name="knowledgepassage",
+            index=models.Index(fields=["organization"], name="knowledge_passage_org_idx"),
         ),
         migrations.AddConstraint(
-            model_name='knowledgepassage',
-            constraint=models.UniqueConstraint(fields=('document', 'position'), name='knowledge_passage_position_uniq'),
+            model_name="knowledgepassage",
+            constraint=models.UniqueConstraint(
+                fields=("document", "position"), name="knowledge_passage_position_uniq"
+            ),
         ),
         migrations.RunPython(create_fulltext_index, drop_fulltext_index),
     ]

@@ -14,7 +14,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from ops_app import roles
+from ops_app import knowledge, roles
 from ops_app.services import create_organization, set_membership
 
 
@@ -40,7 +40,14 @@ class Command(BaseCommand):
                 user.save()
             if not hasattr(user, "membership"):
                 set_membership(user, org, roles.ORG_ADMIN)
+        vault = knowledge.sync_vault(
+            org, settings.CONFIG.vault_dir
+        )  # idempotent: unchanged files are skipped
         self.stdout.write(f"Organization: {org.name}")
+        self.stdout.write(
+            f"Knowledge vault {settings.CONFIG.vault_dir}: {len(vault.indexed)} indexed, "
+            f"{len(vault.unchanged)} unchanged, {len(vault.removed)} removed"
+        )
         self.stdout.write(f"Log in at {url} as {username} / {password}")
 
     def _password(self) -> tuple[str, bool]:
