@@ -357,3 +357,29 @@ def test_admin_upload_creates_an_indexed_document(client, org_admin, celery_work
     assert knowledge.search(document.organization_id, "SERVFAIL resolvers")[0].document_id == document.pk
     listing = client.get("/admin/ops_app/knowledgedocument/")
     assert listing.status_code == 200 and b"DNS outage" in listing.content
+
+
+@pytest.mark.django_db
+def test_bootstrap_loads_the_builtin_vault_for_the_demo_organization(settings, tmp_path):
+    import dataclasses
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from ops_app.models import Organization
+
+    settings.CONFIG = dataclasses.replace(settings.CONFIG, data_dir=tmp_path, vault_dir=VAULT)
+    out = StringIO()
+    call_command("ongrid_bootstrap", stdout=out)
+    call_command("ongrid_bootstrap", stdout=out)
+    demo = Organization.objects.get(name="Demo Shop")
+    assert KnowledgeDocument.objects.for_organization(demo).count() == len(list(VAULT.glob("*.md")))
+    assert f"{len(list(VAULT.glob('*.md')))} unchanged" in out.getvalue()  # the second run changed nothing
+    assert knowledge.search(demo.id, "OOM killer")[0].source == "oom.md"
+
+
+def test_vault_dir_comes_from_the_environment(tmp_path):
+    from ongrid_site import config
+
+    assert config.load({"SECRET_KEY": "x"}).vault_dir == VAULT.resolve()
+    assert config.load({"SECRET_KEY": "x", "ONGRID_VAULT_DIR": str(tmp_path)}).vault_dir == tmp_path.resolve()
