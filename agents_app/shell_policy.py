@@ -16,6 +16,7 @@ use `find -name` for patterns), and arguments naming well-known secret stores ar
 
 from __future__ import annotations
 
+import posixpath
 import re
 import shlex
 from collections.abc import Callable, Sequence
@@ -550,6 +551,73 @@ def _openssl(program: str, args: list[str]) -> None:
 
 
 _FOLLOW = "following output never ends"
+VIRTUAL_ROOTS = ("/proc", "/sys", "/dev")
+GREP_FAMILY = {"grep", "egrep", "fgrep", "zgrep"}
+_GREP_LONG_VALUES = {"--regexp", "--file", "--max-count", "--after-context", "--before-context", "--context",
+                     "--directories", "--devices", "--label", "--include", "--exclude", "--exclude-dir",
+                     "--exclude-from", "--binary-files", "--color", "--colour"}  # fmt: skip
+
+
+def _grep_scan(program: str, args: list[str]) -> tuple[bool, list[str]]:
+    """(recursive?, the path arguments) of a grep command line; refuses -R (follows any symlink)."""
+    recursive, pattern_given, positional = False, False, []
+    index = 0
+    while index < len(args):
+        word = args[index]
+        if word == "--":
+            positional += args[index + 1 :]
+            break
+        if word.startswith("--"):
+            name, has_value, value = word.partition("=")
+            if name == "--dereference-recursive":
+                raise PolicyRefusal(f"{program} {name}", "-R follows symbolic links anywhere; use -r")
+            if name in _GREP_LONG_VALUES and not has_value and index + 1 < len(args):
+                index += 1
+                value = args[index]
+            recursive |= name == "--recursive" or (name == "--directories" and value.startswith("recurse"))
+            pattern_given |= name in ("--regexp", "--file")
+        elif word.startswith("-") and len(word) > 1:
+            for position, letter in enumerate(word[1:]):
+                if letter == "R":
+                    raise PolicyRefusal(f"{program} -R", "-R follows symbolic links anywhere; use -r")
+                recursive |= letter == "r"
+                if letter in "efmABCdD":
+                    value = word[position + 2 :]
+                    if not value and index + 1 < len(args):
+                        index += 1
+                        value = args[index]
+                    recursive |= letter == "d" and value.startswith("recurse")
+                    pattern_given |= letter in "ef"
+                    break
+        else:
+            positional.append(word)
+        index += 1
+    return recursive, positional if pattern_given else positional[1:]
+
+
+def _grep(program: str, args: list[str]) -> None:
+    recursive, paths = _grep_scan(program, args)
+    if not recursive:
+        return
+    if not paths:
+        raise PolicyRefusal(f"{program} -r", "name the directories to search")
+    for path in paths:
+        normal = _normal(path)
+        if normal == "/" or any(_inside(normal, root) for root in VIRTUAL_ROOTS):
+            raise PolicyRefusal(
+                f"{program} -r {path}",
+                "searching /, /proc, /sys or /dev recursively reads process environments",
+            )
+
+
+def _normal(path: str) -> str:
+    """The absolute, normalised form of a path argument (relative ones count from /)."""
+    return posixpath.normpath(posixpath.join("/", path))
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
 
 PROGRAMS: dict[str, Check] = {
     # files and text
@@ -557,10 +625,10 @@ PROGRAMS: dict[str, Check] = {
     "cat": _no_check,
     "head": _no_check,
     "tail": Flags(short="fF", long=("--follow", "--retry", "--pid"), why=_FOLLOW),
-    "grep": _no_check,
-    "egrep": _no_check,
-    "fgrep": _no_check,
-    "zgrep": _no_check,
+    "grep": _grep,
+    "egrep": _grep,
+    "fgrep": _grep,
+    "zgrep": _grep,
     "zcat": _no_check,
     "wc": _no_check,
     "sort": Flags(
@@ -675,8 +743,11 @@ _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _VARIABLE = re.compile(r"\$(\{[^}]*\}?|\w+|[@*#?$!-])")
 
 
-def check(command_line: str) -> Script:
-    """Return the Script to run for `command_line`, or raise PolicyRefusal saying what and why."""
+def check(command_line: str, protected: Sequence[str] = ()) -> Script:
+    """Return the Script to run for `command_line`, or raise PolicyRefusal saying what and why.
+
+    `protected` lists absolute directories no argument may point into (nor a recursive grep
+    cover): the local transport passes Ongrid's own data folder, which holds its database."""
     _check_raw(command_line)
     tokens = _lex(command_line)
     pipelines, operators = _split(tokens)
@@ -686,6 +757,7 @@ def check(command_line: str) -> Script:
     for pipeline in pipelines:
         for argv in pipeline:
             _check_command(argv)
+            _check_protected(argv, protected)
     return Script(tuple(tuple(tuple(a) for a in p) for p in pipelines), tuple(operators))
 
 
@@ -779,6 +851,21 @@ def _check_command(argv: list[str]) -> None:
             if pattern.search(word):
                 raise PolicyRefusal(word, why)
     rule(program, args)
+
+
+def _check_protected(argv: list[str], protected: Sequence[str]) -> None:
+    if not protected:
+        return
+    roots = [_normal(p) for p in protected]
+    for word in argv[1:]:
+        value = word.partition("=")[2] if word.startswith("-") else word
+        if value and any(_inside(_normal(value), root) for root in roots):
+            raise PolicyRefusal(word, "Ongrid's own data folder (database, secrets) is off limits")
+    if argv[0] in GREP_FAMILY:
+        recursive, paths = _grep_scan(argv[0], argv[1:])
+        for path in paths if recursive else ():
+            if any(_inside(root, _normal(path)) for root in roots):
+                raise PolicyRefusal(f"{argv[0]} -r {path}", "the search would cover Ongrid's own data folder")
 
 
 def allowed_programs() -> list[str]:

@@ -338,3 +338,11 @@ async def test_every_host_tool_is_read_class(tools):
     for name in names:
         assert tools[name].tool_class == "read"
         assert "device" in tools[name].parameters["required"]
+
+
+async def test_host_bash_on_the_local_device_cannot_read_ongrids_data_folder(tools, ctx, local_device):
+    from django.conf import settings
+
+    database = f"{settings.CONFIG.data_dir}/ongrid.sqlite3"
+    with pytest.raises(ToolError, match="data folder"):
+        await tools["host_bash"].handler(ctx, device="web-01", command=f"cat {database}")

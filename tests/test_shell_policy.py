@@ -61,6 +61,8 @@ ALLOWED = [
     ("ls /etc/nginx && cat /etc/nginx/nginx.conf", None),
     ("ls /nope || ls /tmp", None),
     ("ls;", [["ls"]]),
+    ("grep -rn 'connection refused' /var/log/nginx", None),
+    ("grep -e timeout -r /var/log/app /srv/logs", None),
 ]
 
 REFUSED = [
@@ -168,6 +170,12 @@ REFUSED = [
     ("nice rm x", "`nice`"),
     (". /tmp/evil", "`.`"),
     ("exec rm x", "`exec`"),
+    ("grep -r DATABASE_URL /proc", "`grep -r /proc`: searching /, /proc"),
+    ("grep -rai key /", "`grep -r /`"),
+    ("grep -r x /var/../proc/1", "searching /, /proc"),
+    ("grep -R x /var/log", "`grep -R`: -R follows symbolic links"),
+    ("grep --recursive x", "name the directories"),
+    ("zgrep -d recurse x /", "`zgrep -r /`"),
 ]
 
 
@@ -295,3 +303,19 @@ def test_whatever_passes_runs_only_allowlisted_programs(line):
         for argv in pipeline:
             assert argv[0] in PROGRAMS
             assert not any(set(word) <= set("();<>|&") and word for word in argv[:1])
+
+
+def test_protected_folders_are_off_limits_on_the_local_device():
+    protected = ["/srv/ongrid/var"]
+    for line, fragment in [
+        ("cat /srv/ongrid/var/ongrid.sqlite3", "`/srv/ongrid/var/ongrid.sqlite3`: Ongrid's own data folder"),
+        ("head -c 100 srv/ongrid/var/admin-token", "data folder"),
+        ("ls /srv/ongrid/./var", "data folder"),
+        ("grep -r BEGIN /srv", "`grep -r /srv`: the search would cover Ongrid's own data folder"),
+        ("grep --file=/srv/ongrid/var/x y /etc", "data folder"),
+    ]:
+        with pytest.raises(PolicyRefusal) as refusal:
+            check(line, protected=protected)
+        assert fragment in str(refusal.value)
+    assert check("ls /srv/ongrid", protected=protected)  # the folder's parent itself is fine to list
+    assert check("grep -r error /var/log", protected=protected)

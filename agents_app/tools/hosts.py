@@ -9,12 +9,16 @@ own message so the model can tell "permission denied" from "no such file".
 from __future__ import annotations
 
 import re
+from pathlib import Path
+
+from django.conf import settings
 
 from agents_app import shell_policy
 from agents_app.hosts import parsers
 from agents_app.hosts.devices import DeviceError, resolve_device, transport_for
-from agents_app.hosts.transport import CommandResult, Script, TransportError
+from agents_app.hosts.transport import CommandResult, Script, Transport, TransportError
 from agents_app.tools.base import ToolContext, ToolError, tool
+from ops_app.models import Device
 
 COMMAND_TIMEOUT = 20.0
 TOOL_TIMEOUT = 35.0
@@ -35,6 +39,29 @@ def _schema(properties: dict, required: list[str]) -> dict:
     }
 
 
+async def device_and_transport(ctx: ToolContext, device: str | int) -> tuple[Device, Transport]:
+    """Resolve `device` in the caller's organization only, and pick its transport."""
+    try:
+        target = await resolve_device(ctx.organization_id, device)
+        return target, transport_for(target)
+    except DeviceError as exc:
+        raise ToolError(str(exc)) from None
+
+
+async def run_with(
+    target: Device,
+    transport: Transport,
+    script: Script,
+    *,
+    max_output: int = PARSE_OUTPUT_CAP,
+    time_limit: float = COMMAND_TIMEOUT,
+) -> CommandResult:
+    try:
+        return await transport.run(script, time_limit=time_limit, max_output=max_output)
+    except TransportError as exc:
+        raise ToolError(f"{target.name}: {exc}") from None
+
+
 async def run_on_device(
     ctx: ToolContext,
     device: str | int,
@@ -44,16 +71,20 @@ async def run_on_device(
     time_limit: float = COMMAND_TIMEOUT,
 ) -> tuple[str, CommandResult]:
     """Resolve `device` in the caller's organization and run `script` there."""
-    try:
-        target = await resolve_device(ctx.organization_id, device)
-        transport = transport_for(target)
-    except DeviceError as exc:
-        raise ToolError(str(exc)) from None
-    try:
-        result = await transport.run(script, time_limit=time_limit, max_output=max_output)
-    except TransportError as exc:
-        raise ToolError(f"{target.name}: {exc}") from None
+    target, transport = await device_and_transport(ctx, device)
+    result = await run_with(target, transport, script, max_output=max_output, time_limit=time_limit)
     return target.name, result
+
+
+def protected_folders(device: Device) -> list[str]:
+    """On the Ongrid host itself, Ongrid's data folder and SQLite database are off limits."""
+    if device.transport != Device.Transport.LOCAL:
+        return []
+    folders = [str(settings.CONFIG.data_dir)]
+    database = settings.DATABASES["default"]
+    if database["ENGINE"].endswith("sqlite3") and str(database["NAME"]).startswith("/"):
+        folders.append(str(Path(database["NAME"]).parent))
+    return folders
 
 
 def _require_ok(result: CommandResult) -> None:
@@ -408,15 +439,16 @@ async def host_probe_tcp(
 async def host_bash(ctx: ToolContext, device: str, command: str) -> dict:
     if not isinstance(command, str):
         raise ToolError("command must be a string")
+    target, transport = await device_and_transport(ctx, device)
     try:
-        script = shell_policy.check(command)
+        script = shell_policy.check(command, protected=protected_folders(target))
     except shell_policy.PolicyRefusal as refusal:
         raise ToolError(
             f"{refusal} (host_bash is read-only; see the allowed programs in docs/hosts.md)"
         ) from None
-    name, result = await run_on_device(ctx, device, script, max_output=BASH_OUTPUT_CAP)
+    result = await run_with(target, transport, script, max_output=BASH_OUTPUT_CAP)
     report: dict = {
-        "device": name,
+        "device": target.name,
         "command": result.command,
         "exit_status": result.exit_status,
         "stdout": result.stdout,
