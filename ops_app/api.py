@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.db import transaction
 from django.db.models import Count
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.permissions import IsAuthenticated
@@ -73,6 +74,7 @@ class KnowledgeView(APIView):
     permission_classes = [IsAuthenticated]
     parser_classes = [MultiPartParser, FormParser, JSONParser]
 
+    @extend_schema(responses=KnowledgeDocumentSerializer(many=True))
     def get(self, request: Request) -> Response:
         organization = organization_of(request.user)
         documents = (
@@ -82,6 +84,13 @@ class KnowledgeView(APIView):
         )
         return Response({"results": KnowledgeDocumentSerializer(documents, many=True).data})
 
+    @extend_schema(
+        request={
+            "multipart/form-data": KnowledgeUploadSerializer,
+            "application/json": KnowledgeUploadSerializer,
+        },
+        responses={200: dict, 202: dict},
+    )
     def post(self, request: Request) -> Response:
         organization = organization_of(request.user)
         if organization is None:

@@ -114,7 +114,10 @@ class KnowledgeDocument(TenantModel):
                 fields=["organization", "source_kind", "source"], name="knowledge_doc_source_uniq"
             )
         ]
-        indexes = [models.Index(fields=["organization", "-updated_at"], name="knowledge_doc_org_updated_idx")]
+        indexes = [
+            models.Index(fields=["organization", "-updated_at"], name="knowledge_doc_org_updated_idx"),
+            models.Index(fields=["organization", "title"], name="knowledge_doc_org_title_idx"),
+        ]
 
     def __str__(self) -> str:
         return self.title

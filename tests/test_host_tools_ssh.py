@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -182,7 +183,21 @@ def bad_credentials(org, sshd, tmp_path) -> dict:  # noqa: F811
     return {"stranger": stranger}
 
 
-async def test_refused_authentication_never_echoes_secrets(tools, ctx, bad_credentials, fresh_pool):
+@pytest.fixture
+def host_tool_log():
+    """Records of the host tools' logger (Ongrid's loggers do not propagate to the root)."""
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logger = logging.getLogger("agents_app.tools.hosts")
+    logger.addHandler(handler)
+    yield records
+    logger.removeHandler(handler)
+
+
+async def test_refused_authentication_never_echoes_secrets(
+    tools, ctx, bad_credentials, fresh_pool, host_tool_log
+):
     for name in ("stranger", "by-password"):
         with pytest.raises(ToolError, match="was refused") as failure:
             await tools["get_host_load"].handler(ctx, device=name)
@@ -192,6 +207,9 @@ async def test_refused_authentication_never_echoes_secrets(tools, ctx, bad_crede
     with pytest.raises(ToolError, match="private key cannot be read") as garbled:
         await tools["get_host_load"].handler(ctx, device="garbled")
     assert "nonsense" not in str(garbled.value)
+    logged = "\n".join(record.getMessage() for record in host_tool_log)
+    assert "was refused" in logged and "private key cannot be read" in logged
+    assert "hunter2" not in logged and "PRIVATE KEY" not in logged and "nonsense" not in logged
 
 
 @pytest.fixture

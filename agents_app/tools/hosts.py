@@ -8,6 +8,7 @@ own message so the model can tell "permission denied" from "no such file".
 
 from __future__ import annotations
 
+import logging
 import re
 from pathlib import Path
 
@@ -19,6 +20,8 @@ from agents_app.hosts.devices import DeviceError, resolve_device, transport_for
 from agents_app.hosts.transport import CommandResult, Script, Transport, TransportError
 from agents_app.tools.base import ToolContext, ToolError, tool
 from ops_app.models import Device
+
+log = logging.getLogger(__name__)
 
 COMMAND_TIMEOUT = 20.0
 TOOL_TIMEOUT = 35.0
@@ -59,6 +62,8 @@ async def run_with(
     try:
         return await transport.run(script, time_limit=time_limit, max_output=max_output)
     except TransportError as exc:
+        # Transport messages are built by Ongrid and scrubbed of credentials (see hosts.ssh).
+        log.warning("cannot run a command on device %s (id %s): %s", target.name, target.pk, exc)
         raise ToolError(f"{target.name}: {exc}") from None
 
 

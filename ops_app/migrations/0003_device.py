@@ -5,36 +5,93 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('ops_app', '0002_roles'),
+        ("ops_app", "0002_roles"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Device',
+            name="Device",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200)),
-                ('address', models.CharField(blank=True, help_text='Host name or IP address.', max_length=255)),
-                ('kind', models.CharField(choices=[('server', 'Server'), ('vm', 'Virtual machine'), ('container', 'Container'), ('database', 'Database'), ('network', 'Network device'), ('other', 'Other')], default='server', max_length=20)),
-                ('labels', models.JSONField(blank=True, default=dict)),
-                ('transport', models.CharField(choices=[('local', 'Local (the Ongrid host itself)'), ('ssh', 'SSH')], default='ssh', max_length=10)),
-                ('ssh_port', models.PositiveIntegerField(default=22)),
-                ('ssh_username', models.CharField(blank=True, max_length=100)),
-                ('ssh_private_key', models.TextField(blank=True, help_text='PEM/OpenSSH private key; never logged.')),
-                ('ssh_password', models.CharField(blank=True, help_text='Used when no key is set.', max_length=255)),
-                ('ssh_known_hosts', models.TextField(blank=True, help_text='known_hosts lines for the strict policy.')),
-                ('ssh_host_key_policy', models.CharField(choices=[('strict', 'Strict: the host key must be in the known-hosts text'), ('accept-new', 'Trust on first use'), ('ignore', 'Do not check (lab use only)')], default='strict', max_length=20)),
-                ('online', models.BooleanField(default=True)),
-                ('last_seen_at', models.DateTimeField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('organization', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='ops_app.organization')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=200)),
+                (
+                    "address",
+                    models.CharField(blank=True, help_text="Host name or IP address.", max_length=255),
+                ),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("server", "Server"),
+                            ("vm", "Virtual machine"),
+                            ("container", "Container"),
+                            ("database", "Database"),
+                            ("network", "Network device"),
+                            ("other", "Other"),
+                        ],
+                        default="server",
+                        max_length=20,
+                    ),
+                ),
+                ("labels", models.JSONField(blank=True, default=dict)),
+                (
+                    "transport",
+                    models.CharField(
+                        choices=[("local", "Local (the Ongrid host itself)"), ("ssh", "SSH")],
+                        default="ssh",
+                        max_length=10,
+                    ),
+                ),
+                ("ssh_port", models.PositiveIntegerField(default=22)),
+                ("ssh_username", models.CharField(blank=True, max_length=100)),
+                (
+                    "ssh_private_key",
+                    models.TextField(blank=True, help_text="PEM/OpenSSH private key; never logged."),
+                ),
+                (
+                    "ssh_password",
+                    models.CharField(blank=True, help_text="Used when no key is set.", max_length=255),
+                ),
+                (
+                    "ssh_known_hosts",
+                    models.TextField(blank=True, help_text="known_hosts lines for the strict policy."),
+                ),
+                (
+                    "ssh_host_key_policy",
+                    models.CharField(
+                        choices=[
+                            ("strict", "Strict: the host key must be in the known-hosts text"),
+                            ("accept-new", "Trust on first use"),
+                            ("ignore", "Do not check (lab use only)"),
+                        ],
+                        default="strict",
+                        max_length=20,
+                    ),
+                ),
+                ("online", models.BooleanField(default=True)),
+                ("last_seen_at", models.DateTimeField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "organization",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="ops_app.organization",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['name'],
-                'constraints': [models.UniqueConstraint(fields=('organization', 'name'), name='device_org_name_uniq')],
+                "ordering": ["name"],
+                "constraints": [
+                    models.UniqueConstraint(fields=("organization", "name"), name="device_org_name_uniq")
+                ],
             },
         ),
     ]
