@@ -230,3 +230,16 @@ async def test_unreachable_host_is_a_clear_tool_error(tools, ctx, unreachable, f
 def test_settings_repr_hides_credentials(device):
     transport = transport_for(device)
     assert "PRIVATE KEY" not in repr(transport.settings)
+
+
+async def test_a_dropped_connection_is_replaced_transparently(device, sshd, fresh_pool):  # noqa: F811
+    import asyncio
+
+    transport = transport_for(device)
+    assert (await transport.run(Script.command("true"))).ok
+    before = accepted_logins(sshd)
+    pooled = next(iter(ssh_transport._POOLS[asyncio.get_running_loop()].values()))
+    pooled.abort()  # what a network cut or an sshd restart does to an idle pooled connection
+    again = await transport.run(Script.command("echo", "back"))
+    assert again.ok and again.stdout == "back\n"
+    assert accepted_logins(sshd) - before == 1

@@ -77,14 +77,10 @@ class SSHTransport:
     ) -> CommandResult:
         started = time.monotonic()
         command = script.render()
-        conn = await self._connection()
+        proc = await self._open_process(REMOTE_PRELUDE + command)
         out, err = CappedBuffer(max_output), CappedBuffer(max_output)
         status: int | None = None
         timed_out = False
-        try:
-            proc = await conn.create_process(REMOTE_PRELUDE + command, encoding=None, stdin=asyncssh.DEVNULL)
-        except asyncssh.Error as exc:
-            raise TransportError(self._describe(exc)) from None
         try:
             async with asyncio.timeout(time_limit):
                 await asyncio.gather(_pump(proc.stdout, out), _pump(proc.stderr, err))
@@ -108,6 +104,26 @@ class SSHTransport:
             timed_out=timed_out,
             truncated=cut_out or cut_err,
         )
+
+    async def _open_process(self, command: str) -> asyncssh.SSHClientProcess:
+        """Open a session; a pooled connection that died meanwhile is replaced once."""
+        for attempt in (1, 2):
+            conn = await self._connection()
+            try:
+                return await conn.create_process(command, encoding=None, stdin=asyncssh.DEVNULL)
+            except (asyncssh.Error, OSError) as exc:
+                self._forget(conn)
+                if attempt == 2:
+                    reason = self._describe(exc) if isinstance(exc, asyncssh.Error) else str(exc)
+                    raise TransportError(f"cannot open a session: {reason}") from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _forget(self, conn: asyncssh.SSHClientConnection) -> None:
+        pool = _POOLS.get(asyncio.get_running_loop(), {})
+        for key, pooled in list(pool.items()):
+            if pooled is conn:
+                del pool[key]
+        conn.close()
 
     async def _connection(self) -> asyncssh.SSHClientConnection:
         loop = asyncio.get_running_loop()
