@@ -346,3 +346,27 @@ async def test_host_bash_on_the_local_device_cannot_read_ongrids_data_folder(too
     database = f"{settings.CONFIG.data_dir}/ongrid.sqlite3"
     with pytest.raises(ToolError, match="data folder"):
         await tools["host_bash"].handler(ctx, device="web-01", command=f"cat {database}")
+
+
+async def test_local_timeout_kills_every_stage_of_the_pipeline():
+    from agents_app.hosts.local import LocalTransport
+    from agents_app.hosts.transport import Script
+
+    marker = f"{os.getpid()}.{time.monotonic_ns() % 10**6}"
+    script = Script(((("sleep", f"30.{marker.replace('.', '')}"), ("cat",)),))
+    result = await LocalTransport().run(script, time_limit=0.3)
+    assert result.timed_out and result.exit_status is None
+    assert "timed out" in result.error_text()
+    assert not _processes_with(f"sleep 30.{marker.replace('.', '')}")
+
+
+def _processes_with(text: str) -> list[str]:
+    found = []
+    for status in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            command = status.read_bytes().replace(b"\0", b" ").decode().strip()
+        except OSError:
+            continue
+        if command == text:
+            found.append(command)
+    return found

@@ -90,11 +90,12 @@ async def _run_pipeline(pipeline: tuple[tuple[str, ...], ...], out: CappedBuffer
         for position, argv in enumerate(pipeline):
             last = position == len(pipeline) - 1
             read_end, write_end = (None, None) if last else os.pipe()
+            previous_read, stdin = None, previous_read  # from here on, this stage owns it
             try:
                 procs.append(
                     await asyncio.create_subprocess_exec(
                         *argv,
-                        stdin=previous_read if previous_read is not None else asyncio.subprocess.DEVNULL,
+                        stdin=stdin if stdin is not None else asyncio.subprocess.DEVNULL,
                         stdout=asyncio.subprocess.PIPE if last else write_end,
                         stderr=asyncio.subprocess.PIPE,
                         env=CHILD_ENV,
@@ -105,8 +106,12 @@ async def _run_pipeline(pipeline: tuple[tuple[str, ...], ...], out: CappedBuffer
             except (FileNotFoundError, PermissionError) as exc:
                 err.feed(f"{argv[0]}: {exc.strerror}\n".encode())
                 last_missing = last
+            except BaseException:
+                if read_end is not None:
+                    os.close(read_end)
+                raise
             finally:
-                for fd in (previous_read, write_end):
+                for fd in (stdin, write_end):
                     if fd is not None:
                         os.close(fd)
             previous_read = read_end
