@@ -36,6 +36,7 @@ class Config:
     openai_base_url: str | None
     model: str
     agents_dirs: list[Path]
+    vault_dir: Path
     prometheus_url: str | None
     loki_url: str | None
     tempo_url: str | None
@@ -148,6 +149,7 @@ def load(env: Mapping[str, str] | None = None) -> Config:
         openai_base_url=_optional(env, "OPENAI_BASE_URL"),
         model=env.get("ONGRID_MODEL") or "gpt-4o-mini",
         agents_dirs=[Path(p) for p in _list(env, "ONGRID_AGENTS_DIRS", "", sep=":")],
+        vault_dir=Path(env.get("ONGRID_VAULT_DIR") or BASE_DIR / "vault").resolve(),
         prometheus_url=_optional(env, "PROMETHEUS_URL"),
         loki_url=_optional(env, "LOKI_URL"),
         tempo_url=_optional(env, "TEMPO_URL"),

@@ -325,3 +325,67 @@ class TopologyEdge(TenantModel):
         for end in (self.source, self.target):
             if end is not None and self.organization_id and end.organization_id != self.organization_id:
                 raise ValidationError("Both ends of an edge must belong to the edge's organization.")
+
+
+class KnowledgeDocument(TenantModel):
+    """A runbook or reference text the specialists retrieve from (`query_knowledge`).
+
+    `content_hash` identifies what was saved, `indexed_hash` what the passages were built from:
+    when they agree the document is searchable as is, and re-ingesting the same text is a no-op.
+    """
+
+    class Source(models.TextChoices):
+        VAULT = "vault", "Vault runbook"
+        UPLOAD = "upload", "Upload"
+
+    title = models.CharField(max_length=300)
+    source_kind = models.CharField(max_length=10, choices=Source.choices, default=Source.UPLOAD)
+    source = models.CharField(max_length=500, help_text="Path inside the vault, or the uploaded file's name.")
+    content = models.TextField(help_text="Markdown or plain text.")
+    content_hash = models.CharField(max_length=64, editable=False)
+    indexed_hash = models.CharField(max_length=64, blank=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["title"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["organization", "source_kind", "source"], name="knowledge_doc_source_uniq"
+            )
+        ]
+        indexes = [
+            models.Index(fields=["organization", "-updated_at"], name="knowledge_doc_org_updated_idx"),
+            models.Index(fields=["organization", "title"], name="knowledge_doc_org_title_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return self.title
+
+    @property
+    def is_indexed(self) -> bool:
+        return bool(self.indexed_hash) and self.indexed_hash == self.content_hash
+
+
+class KnowledgePassage(TenantModel):
+    """One retrievable chunk of a document (a Markdown section, or a few paragraphs).
+
+    `search_text` (document title + heading + text) is what the full-text engines index: an FTS5
+    table kept in sync by triggers on SQLite, a GIN expression index on PostgreSQL (migration 0004).
+    """
+
+    document = models.ForeignKey(KnowledgeDocument, on_delete=models.CASCADE, related_name="passages")
+    position = models.PositiveIntegerField()
+    heading = models.CharField(max_length=300, blank=True)
+    text = models.TextField()
+    search_text = models.TextField()
+
+    class Meta:
+        ordering = ["document", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["document", "position"], name="knowledge_passage_position_uniq")
+        ]
+        indexes = [models.Index(fields=["organization"], name="knowledge_passage_org_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.document_id}#{self.position} {self.heading}"

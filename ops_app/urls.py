@@ -1,7 +1,8 @@
 from django.urls import path
 
-from ops_app import views
+from ops_app import api, views
 
-urlpatterns = [
+urlpatterns: list = [
     path("api/alertmanager/<str:token>/", views.alertmanager_webhook, name="alertmanager-webhook"),
+    path("api/knowledge/", api.KnowledgeView.as_view(), name="api-knowledge"),
 ]

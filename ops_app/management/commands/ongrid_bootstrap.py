@@ -14,7 +14,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from ops_app import roles
+from ops_app import knowledge, roles
 from ops_app.demo import load_demo_estate
 from ops_app.services import create_organization, set_membership
 
@@ -42,9 +42,14 @@ class Command(BaseCommand):
             if not hasattr(user, "membership"):
                 set_membership(user, org, roles.ORG_ADMIN)
             demo_loaded = load_demo_estate(org)
+        vault = knowledge.sync_vault(org, settings.CONFIG.vault_dir)  # unchanged files are skipped
         self.stdout.write(f"Organization: {org.name}")
         if demo_loaded:
             self.stdout.write("Loaded the demo estate (devices, topology, rules, one firing incident).")
+        self.stdout.write(
+            f"Knowledge vault {settings.CONFIG.vault_dir}: {len(vault.indexed)} indexed, "
+            f"{len(vault.unchanged)} unchanged, {len(vault.removed)} removed"
+        )
         self.stdout.write(f"Log in at {url} as {username} / {password}")
 
     def _password(self) -> tuple[str, bool]:

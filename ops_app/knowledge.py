@@ -1,0 +1,405 @@
+"""The knowledge vault: turning runbooks and uploads into passages, and finding the right one.
+
+Writes go through `save_document` (store the text; a no-op when nothing changed) and
+`index_document` (chunk and index; a no-op when the passages already match the text). Vault
+directories are mirrored by `sync_vault`. The Celery tasks in `ops_app.tasks` call these.
+
+Retrieval (`search`) asks the database's full-text engine for candidates (see
+`ops_app.knowledge_index`) and scores them here with one engine-independent formula:
+
+    score = 0.55 × coverage(passage) + 0.20 × coverage(whole document) + 0.25 × coverage(title, heading)
+
+where coverage is the IDF-weighted share of the question's words the text contains. A score of
+1.0 means every word of the question is in the passage and in its headings; a question about
+something the vault never mentions scores low however long the vault is. That is why the
+specialists' rule "follow the runbook when its score is at least 0.6" behaves the same on
+SQLite and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import math
+import re
+from collections import Counter
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import frontmatter
+from django.db import connection, transaction
+
+from ops_app import knowledge_index
+from ops_app.models import KnowledgeDocument, KnowledgePassage, Organization
+
+MAX_PASSAGE_CHARS = 1400
+MAX_UPLOAD_BYTES = 5 * 1024 * 1024
+CANDIDATE_LIMIT = 300
+SNIPPET_CHARS = 280
+UPLOAD_SUFFIXES = {".md", ".markdown", ".txt", ".text", ".log", ".pdf"}
+
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before being below
+    between both but by can could did do does doing down during each few for from further had has have
+    having he her here hers him his how i if in into is it its itself just let me more most my no nor not
+    now of off on once only or other our ours out over own same she should so some such than that the their
+    theirs them then there these they this those through to too under until up very was we were what when
+    where which while who whom why will with would you your yours also get got im ive dont cant wont
+    please tell know need want help happen happened happening going thing things""".split()
+)
+
+
+class KnowledgeInputError(ValueError):
+    """An upload that cannot become a document (wrong type, too big, no text)."""
+
+
+# --- text processing shared by indexing and scoring ----------------------------------------------
+
+
+def words_of(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9]+", text.lower())
+
+
+def stem(word: str) -> str:
+    """A deliberately small suffix stripper: the same in every engine, good enough for runbooks."""
+    for _ in range(2):
+        for suffix, replacement in (
+            ("ational", "ate"), ("ization", "ize"), ("ies", "y"), ("ied", "y"), ("ing", ""), ("ment", ""),
+            ("ness", ""), ("edly", ""), ("ed", ""), ("er", ""), ("ly", ""), ("es", ""), ("s", ""),
+        ):  # fmt: skip
+            if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+                word = word[: -len(suffix)] + replacement
+                break
+    if len(word) > 4 and word[-1] in "ey":
+        word = word[:-1]
+    return word
+
+
+def query_words(query: str, limit: int = 24) -> list[str]:
+    """The searchable words of a question, in order, without stopwords or repeats."""
+    seen: list[str] = []
+    for word in words_of(query):
+        if word not in STOPWORDS and len(word) > 1 and word not in seen:
+            seen.append(word)
+    return seen[:limit]
+
+
+def content_hash(title: str, content: str) -> str:
+    return hashlib.sha256(f"{title}\0{content}".encode()).hexdigest()
+
+
+# --- chunking -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Chunk:
+    heading: str
+    text: str
+
+
+_HEADING = re.compile(r"^(#{1,4})\s+(.+?)\s*#*\s*$")
+
+
+def chunk_markdown(markdown: str) -> list[Chunk]:
+    """One chunk per section (H2-H4; the H1 is the title), long sections split by paragraphs."""
+    chunks: list[Chunk] = []
+    heading, lines = "", []
+    in_code = False
+    for line in markdown.splitlines():
+        if line.lstrip().startswith("```"):
+            in_code = not in_code
+        match = None if in_code else _HEADING.match(line)
+        if match:
+            chunks.extend(_split_section(heading, "\n".join(lines)))
+            heading, lines = (match.group(2) if len(match.group(1)) > 1 else ""), []
+            continue
+        lines.append(line)
+    chunks.extend(_split_section(heading, "\n".join(lines)))
+    return chunks
+
+
+def chunk_text(text: str) -> list[Chunk]:
+    return _split_section("", text)
+
+
+def _split_section(heading: str, body: str) -> list[Chunk]:
+    paragraphs = [p.strip() for p in re.split(r"\n\s*\n", body) if p.strip()]
+    chunks: list[Chunk] = []
+    current: list[str] = []
+    for paragraph in paragraphs:
+        for piece in _hard_wrap(paragraph):
+            if current and sum(len(p) + 2 for p in current) + len(piece) > MAX_PASSAGE_CHARS:
+                chunks.append(Chunk(heading, "\n\n".join(current)))
+                current = []
+            current.append(piece)
+    if current:
+        chunks.append(Chunk(heading, "\n\n".join(current)))
+    return chunks
+
+
+def _hard_wrap(paragraph: str) -> list[str]:
+    if len(paragraph) <= MAX_PASSAGE_CHARS:
+        return [paragraph]
+    return [paragraph[i : i + MAX_PASSAGE_CHARS] for i in range(0, len(paragraph), MAX_PASSAGE_CHARS)]
+
+
+def title_of(markdown: str, fallback: str) -> tuple[str, str]:
+    """(title, body): front matter `title`, else the first H1, else the fallback."""
+    try:
+        post = frontmatter.loads(markdown)
+        body, meta_title = post.content, str(post.metadata.get("title") or "").strip()
+    except Exception:  # malformed front matter: treat the whole text as the body
+        body, meta_title = markdown, ""
+    if meta_title:
+        return meta_title[:300], body
+    for line in body.splitlines():
+        match = _HEADING.match(line)
+        if match and len(match.group(1)) == 1:
+            return match.group(2)[:300], body
+    return fallback[:300], body
+
+
+# --- uploads --------------------------------------------------------------------------------------
+
+
+def extract_text(filename: str, data: bytes) -> str:
+    """The text of an uploaded Markdown, plain-text or PDF file, or a KnowledgeInputError."""
+    suffix = Path(filename).suffix.lower()
+    if suffix not in UPLOAD_SUFFIXES:
+        raise KnowledgeInputError(
+            f"unsupported file type {suffix or '(none)'}; upload Markdown (.md), text (.txt) or PDF (.pdf)"
+        )
+    if len(data) > MAX_UPLOAD_BYTES:
+        raise KnowledgeInputError(f"the file is {len(data)} bytes; the limit is {MAX_UPLOAD_BYTES} bytes")
+    if suffix == ".pdf":
+        text = _pdf_text(data)
+    else:
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise KnowledgeInputError("the file is not UTF-8 text") from None
+    if not text.strip():
+        raise KnowledgeInputError("the file contains no text")
+    return text
+
+
+def _pdf_text(data: bytes) -> str:
+    from pypdf import PdfReader
+    from pypdf.errors import PdfReadError
+
+    if not data.startswith(b"%PDF-"):
+        raise KnowledgeInputError("the file is not a PDF")
+    try:
+        reader = PdfReader(io.BytesIO(data))
+        pages = [page.extract_text() or "" for page in reader.pages]
+    except (PdfReadError, ValueError, KeyError, TypeError) as exc:
+        raise KnowledgeInputError(f"the PDF cannot be read ({exc})") from None
+    text = "\n\n".join(p.strip() for p in pages if p.strip())
+    if not text:
+        raise KnowledgeInputError("the PDF has no extractable text (a scanned image?)")
+    return text
+
+
+def safe_filename(name: str) -> str:
+    base = Path(name.replace("\\", "/")).name.strip()
+    return re.sub(r"[^\w.\- ]", "_", base)[:200] or "upload.txt"
+
+
+# --- writes ---------------------------------------------------------------------------------------
+
+
+def save_document(
+    organization: Organization | int, *, kind: str, source: str, title: str, content: str
+) -> tuple[KnowledgeDocument, bool]:
+    """Store the document's text. Returns (document, changed); unchanged text writes nothing."""
+    org_id = organization if isinstance(organization, int) else organization.pk
+    digest = content_hash(title, content)
+    existing = KnowledgeDocument.objects.filter(
+        organization_id=org_id, source_kind=kind, source=source
+    ).first()
+    if existing is not None and existing.content_hash == digest:
+        return existing, False
+    document, _ = KnowledgeDocument.objects.update_or_create(
+        organization_id=org_id,
+        source_kind=kind,
+        source=source,
+        defaults={"title": title, "content": content, "content_hash": digest},
+    )
+    return document, True
+
+
+def index_document(document_id: int) -> int:
+    """(Re)build a document's passages; a no-op when they already match its text. Returns the count."""
+    with transaction.atomic():
+        document = KnowledgeDocument.objects.select_for_update().get(pk=document_id)
+        if document.is_indexed:
+            return document.passages.count()
+        is_markdown = (
+            document.source_kind == KnowledgeDocument.Source.VAULT
+            or document.source.lower().endswith((".md", ".markdown"))
+        )
+        chunks = chunk_markdown(document.content) if is_markdown else chunk_text(document.content)
+        document.passages.all().delete()
+        KnowledgePassage.objects.bulk_create(
+            KnowledgePassage(
+                organization_id=document.organization_id,
+                document=document,
+                position=position,
+                heading=chunk.heading[:300],
+                text=chunk.text,
+                search_text=f"{document.title}\n{chunk.heading}\n{chunk.text}",
+            )
+            for position, chunk in enumerate(chunks)
+        )
+        document.indexed_hash = document.content_hash
+        document.save(update_fields=["indexed_hash", "updated_at"])
+        return len(chunks)
+
+
+def ingest(organization: Organization | int, *, kind: str, source: str, title: str, content: str) -> dict:
+    """Save and index in one go (what the Celery task runs). Reports what happened."""
+    document, changed = save_document(organization, kind=kind, source=source, title=title, content=content)
+    if not changed and document.is_indexed:
+        return {"document_id": document.pk, "status": "unchanged", "passages": document.passages.count()}
+    passages = index_document(document.pk)
+    return {"document_id": document.pk, "status": "indexed", "passages": passages}
+
+
+@dataclass
+class VaultReport:
+    indexed: list[str]
+    unchanged: list[str]
+    removed: list[str]
+    errors: list[str]
+
+
+def sync_vault(organization: Organization | int, directory: Path) -> VaultReport:
+    """Mirror every Markdown file under `directory` into the organization's vault documents."""
+    org_id = organization if isinstance(organization, int) else organization.pk
+    report = VaultReport([], [], [], [])
+    seen: set[str] = set()
+    files = sorted(directory.rglob("*.md")) if directory.is_dir() else []
+    for path in files:
+        relative = path.relative_to(directory).as_posix()
+        seen.add(relative)
+        try:
+            raw = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            report.errors.append(f"{relative}: {exc}")
+            continue
+        title, body = title_of(raw, fallback=path.stem.replace("-", " ").capitalize())
+        outcome = ingest(
+            org_id, kind=KnowledgeDocument.Source.VAULT, source=relative, title=title, content=body
+        )
+        (report.indexed if outcome["status"] == "indexed" else report.unchanged).append(relative)
+    stale = KnowledgeDocument.objects.filter(
+        organization_id=org_id, source_kind=KnowledgeDocument.Source.VAULT
+    )
+    stale = stale.exclude(source__in=seen)
+    report.removed = sorted(stale.values_list("source", flat=True))
+    stale.delete()
+    return report
+
+
+# --- retrieval ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Hit:
+    document_id: int
+    title: str
+    source: str
+    source_kind: str
+    heading: str
+    score: float
+    snippet: str
+    passage_id: int
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class PassageView:
+    """What ranking needs of a passage, whichever engine found it."""
+
+    id: int
+    document_id: int
+    title: str
+    source: str
+    source_kind: str
+    heading: str
+    text: str
+
+
+def search(organization_id: int, query: str, top_k: int = 5) -> list[Hit]:
+    """The best passages of the organization's knowledge for `query`, scores in 0..1."""
+    words = query_words(query)
+    if not words:
+        return []
+    ids = knowledge_index.candidates(connection, organization_id, words, CANDIDATE_LIMIT)
+    if not ids:
+        return []
+    rows = (
+        KnowledgePassage.objects.filter(organization_id=organization_id, pk__in=ids)
+        .select_related("document")
+        .only("id", "heading", "text", "document__id", "document__title", "document__source",
+              "document__source_kind")
+    )  # fmt: skip
+    views = [
+        PassageView(p.pk, p.document_id, p.document.title, p.document.source, p.document.source_kind,
+                    p.heading, p.text)
+        for p in rows
+    ]  # fmt: skip
+    total = KnowledgePassage.objects.filter(organization_id=organization_id).count()
+    return rank(words, views, total)[:top_k]
+
+
+def rank(words: list[str], passages: list[PassageView], total_passages: int) -> list[Hit]:
+    """Score candidates with the engine-independent formula (see the module docstring)."""
+    terms = list(dict.fromkeys(stem(w) for w in words))
+    bodies = {p.id: Counter(stem(w) for w in words_of(f"{p.title} {p.heading} {p.text}")) for p in passages}
+    headings = {p.id: {stem(w) for w in words_of(f"{p.title} {p.heading}")} for p in passages}
+    document_frequency = {t: sum(1 for counts in bodies.values() if t in counts) for t in terms}
+    n = max(total_passages, len(passages), 1)
+    idf = {t: math.log(1 + (n - document_frequency[t] + 0.5) / (document_frequency[t] + 0.5)) for t in terms}
+    weight = sum(idf.values()) or 1.0
+    average_length = sum(sum(c.values()) for c in bodies.values()) / max(len(bodies), 1)
+    in_document: dict[int, set[str]] = {}
+    for passage in passages:
+        in_document.setdefault(passage.document_id, set()).update(t for t in terms if t in bodies[passage.id])
+    scored = []
+    for passage in passages:
+        counts = bodies[passage.id]
+        matched = [t for t in terms if t in counts]
+        if not matched:
+            continue
+        coverage = sum(idf[t] for t in matched) / weight
+        document_coverage = sum(idf[t] for t in in_document[passage.document_id]) / weight
+        heading_coverage = sum(idf[t] for t in terms if t in headings[passage.id]) / weight
+        score = round(min(1.0, 0.55 * coverage + 0.2 * document_coverage + 0.25 * heading_coverage), 3)
+        length = sum(counts.values())
+        strength = sum(
+            idf[t] * counts[t] / (counts[t] + 1.2 * (0.25 + 0.75 * length / (average_length or 1)))
+            for t in matched
+        )
+        scored.append((score, strength, -passage.id, passage, matched))
+    scored.sort(key=lambda item: (item[0], item[1], item[2]), reverse=True)
+    return [
+        Hit(
+            p.document_id, p.title, p.source, p.source_kind, p.heading, score, _snippet(p.text, matched), p.id
+        )
+        for score, _, _, p, matched in scored
+    ]
+
+
+def _snippet(text: str, matched: list[str]) -> str:
+    flat = re.sub(r"\s+", " ", text).strip()
+    if len(flat) <= SNIPPET_CHARS:
+        return flat
+    positions = [
+        m.start() for m in re.finditer(r"[A-Za-z0-9]+", flat) if stem(m.group(0).lower()) in set(matched)
+    ]
+    start = max(0, (positions[0] if positions else 0) - SNIPPET_CHARS // 4)
+    piece = flat[start : start + SNIPPET_CHARS]
+    return ("…" if start else "") + piece + ("…" if start + SNIPPET_CHARS < len(flat) else "")
