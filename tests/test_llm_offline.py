@@ -182,3 +182,19 @@ async def test_same_input_same_output():
     first = [e async for e in provider.stream_chat(messages, [agent_tool])][-1]
     second = [e async for e in provider.stream_chat(messages, [agent_tool])][-1]
     assert first == second and first.tool_calls[0].name == "AgentTool"
+
+
+def test_builtin_personas_route_the_demo_questions():
+    """On the shipped personas, the offline coordinator picks the specialist a person would."""
+    from agents_app.catalog import agent_catalog
+    from agents_app.llm.offline import best_specialist, parse_catalog
+    from agents_app.registry import file_registry
+
+    catalog = parse_catalog(agent_catalog(file_registry().all()))
+    expected = {
+        "disk is full on web-01": "specialist-disk",
+        "why is checkout failing?": "incident-investigator",
+        "what is the load on web-01?": "specialist-compute",
+        "is the TLS certificate of shop.example.com about to expire? probe https": "specialist-network",
+    }
+    assert {q: best_specialist(q, catalog).name for q in expected} == expected

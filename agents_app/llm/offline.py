@@ -46,6 +46,11 @@ _URL = re.compile(r"https?://[^\s\"'<>)]+")
 _PATH = re.compile(r"(?<![\w:/.])/(?:[\w.\-]+/?)*")
 _DOMAIN = re.compile(r"\b(?:[a-z0-9-]+\.)+[a-z]{2,}\b", re.IGNORECASE)
 _NUMBER = re.compile(r"(?<![\w-])#?(\d+)\b")
+# "on web", "host db-primary", "server ongrid-manager": the word after such a cue names a device even
+# without the digits `_DEVICE` expects.
+_DEVICE_CUE = re.compile(
+    r"\b(?:on|host|server|device|node|machine)\s+([a-z][a-z0-9]*(?:[-.][a-z0-9]+)+)\b", re.IGNORECASE
+)
 
 
 @dataclass(frozen=True)
@@ -67,6 +72,26 @@ def words(text: str) -> set[str]:
     return found
 
 
+# Symptoms people type, and the words the personas and tools use for them.
+_CONCEPTS = {
+    frozenset({"fail", "failing", "failed", "failure", "error", "down", "broken", "outage", "500", "502",
+               "503", "5xx", "crash", "crashing", "firing", "alert", "page", "paged"}):
+        {"incident", "root", "cause", "alert"},
+    frozenset({"slow", "latency", "timeout", "timing"}): {"latency", "incident"},
+    frozenset({"full", "space", "inode"}): {"disk", "filesystem"},
+    frozenset({"cpu", "memory", "oom", "load", "swap"}): {"host", "load", "process"},
+}  # fmt: skip
+
+
+def request_words(text: str) -> set[str]:
+    """`words` plus the concepts its symptoms stand for, so "checkout is failing" meets "incident"."""
+    found = words(text)
+    for symptoms, concepts in _CONCEPTS.items():
+        if found & symptoms:
+            found |= concepts
+    return found
+
+
 def parse_catalog(system_prompt: str) -> list[CatalogEntry]:
     """The specialists listed in the coordinator's system prompt (format fixed by the registry)."""
     entries: dict[str, CatalogEntry] = {}
@@ -85,15 +110,21 @@ def parse_catalog(system_prompt: str) -> list[CatalogEntry]:
 
 
 def best_specialist(request: str, catalog: list[CatalogEntry]) -> CatalogEntry | None:
-    """Word overlap weighted name 3 / description 2 / when-to-use 1; ties go to the first name A→Z."""
+    """Word overlap weighted name 3 / description 2 / when-to-use 1; the concepts a symptom stands
+    for count half, so the user's own words win; ties go to the first name A→Z."""
     asked = words(request)
+    implied = request_words(request) - asked
+
+    def overlap(found: set[str], entry: CatalogEntry) -> int:
+        return (
+            3 * len(found & words(entry.name.replace("-", " ").replace("_", " ")))
+            + 2 * len(found & words(entry.description))
+            + len(found & words(entry.when_to_use))
+        )
+
     scored = []
     for entry in catalog:
-        score = (
-            3 * len(asked & words(entry.name.replace("-", " ").replace("_", " ")))
-            + 2 * len(asked & words(entry.description))
-            + len(asked & words(entry.when_to_use))
-        )
+        score = overlap(asked, entry) + overlap(implied, entry) / 2
         if score:
             scored.append((-score, entry.name, entry))
     return min(scored)[2] if scored else None
@@ -116,7 +147,13 @@ class Facts:
         without_urls = _URL.sub(" ", text)
         return cls(
             text=text,
-            devices=_DEVICE.findall(without_urls) + _IP.findall(without_urls),
+            devices=list(
+                dict.fromkeys(
+                    _DEVICE.findall(without_urls)
+                    + _IP.findall(without_urls)
+                    + _DEVICE_CUE.findall(without_urls)
+                )
+            ),
             urls=urls,
             paths=_PATH.findall(without_urls),
             domains=[d for d in _DOMAIN.findall(without_urls) if not _IP.fullmatch(d)],
@@ -179,7 +216,7 @@ def plan_arguments(schema: dict, facts: Facts) -> dict | None:
 
 def pick_tool_calls(request: str, tools: list[dict]) -> list[ToolCall]:
     """Up to three read-looking tools whose names/descriptions share words with the request."""
-    asked, facts = words(request), Facts.of(request)
+    asked, facts = request_words(request), Facts.of(request)
     ranked = []
     for spec in tools:
         function = spec.get("function", {})
@@ -244,9 +281,24 @@ def _trailing_results(conversation: list[dict]) -> list[tuple[str, str]]:
     return [(names.get(m.get("tool_call_id", ""), "tool"), _content(m)) for m in reversed(results)]
 
 
+def _worker_report(content: str) -> str:
+    """The specialist's own answer out of AgentTool's JSON envelope, without a second label."""
+    try:
+        payload = json.loads(content)
+    except ValueError:
+        return content.strip()
+    if not isinstance(payload, dict):
+        return content.strip()
+    text = str(payload.get("result") or payload.get("error") or content).replace(LABEL, "").strip()
+    status = payload.get("worker_status") or payload.get("status")
+    if status and status not in ("completed", "ok"):
+        text = f"(the specialist ended {status}) {text}"
+    return text
+
+
 def summarise(results: list[tuple[str, str]]) -> str:
     if results and all(name == "AgentTool" for name, _ in results):
-        body = "\n\n".join(content.strip()[:3000] for _, content in results)
+        body = "\n\n".join(_worker_report(content)[:3000] for _, content in results)
         return f"Here is what the specialist found:\n\n{body}\n\n{LABEL}"
     lines = [f"I ran {len(results)} tool call(s). What they returned:"]
     for name, content in results:
