@@ -113,9 +113,13 @@ class ChatConsumer(AsyncWebsocketConsumer):
     async def turn_event(self, message: dict) -> None:
         event = message["event"]
         kind = event.get("event")
+        if kind == "text.delta":
+            if not event.get("worker") and self.turn is not None:
+                self._queue_text(event.get("text", ""))
+            return
+        await self._flush()  # text streamed so far goes out before whatever comes next
         html = await sync_to_async(self._render)(kind, event)
         if html:
-            await self._flush()
             await self.send(text_data=html)
 
     def _render(self, kind: str, event: dict) -> str:
@@ -124,9 +128,6 @@ class ChatConsumer(AsyncWebsocketConsumer):
             self.turn = event.get("message_id") or 0
             return fragments.turn_started(self.turn, event.get("user_text", ""), self.chat.pk)
         if self.turn is None:
-            return ""
-        if kind == "text.delta" and not worker:
-            self._queue_text(event.get("text", ""))
             return ""
         if kind == "tool.started":
             if worker:

@@ -19,8 +19,8 @@ class TurnInProgress(Exception):
     """The session is already running a turn; a chat takes one message at a time."""
 
 
-def start_turn(session: ChatSession, text: str) -> tuple[ChatMessage, object]:
-    """Persist the user's message, then hand the turn to the executor. Returns (message, waitable)."""
+def _persist_turn(session: ChatSession, text: str) -> ChatMessage:
+    """Save the user's message and mark the chat running, refusing a second concurrent turn."""
     text = text.strip()
     if not text:
         raise ValueError("The message is empty.")
@@ -28,12 +28,19 @@ def start_turn(session: ChatSession, text: str) -> tuple[ChatMessage, object]:
         locked = ChatSession.objects.select_for_update().get(pk=session.pk)
         if locked.status == SessionStatus.RUNNING:
             raise TurnInProgress("A turn is already running in this chat; wait for it or press Stop.")
-        message = services.begin_turn(session.pk, text)
-    waitable = executors.submit_turn(session.pk)
-    return message, waitable
+        return services.begin_turn(session.pk, text)
 
 
-astart_turn = sync_to_async(start_turn)
+def start_turn(session: ChatSession, text: str) -> tuple[ChatMessage, object]:
+    """Persist the user's message, then hand the turn to the executor. Returns (message, waitable)."""
+    message = _persist_turn(session, text)
+    return message, executors.submit_turn(session.pk)
+
+
+async def astart_turn(session: ChatSession, text: str) -> tuple[ChatMessage, object]:
+    """`start_turn` for the event loop: the turn becomes a task of this very loop (inline executor)."""
+    message = await sync_to_async(_persist_turn)(session, text)
+    return message, executors.submit_turn(session.pk)
 
 
 def wait_for_turn(session_id: int, waitable: object, timeout: float = 600.0) -> ChatSession:

@@ -1,9 +1,10 @@
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 
 from ongrid_site.health import run_checks
+from ops_app.tenancy import organization_of
 
 
 @never_cache
@@ -15,4 +16,7 @@ async def healthz(request: HttpRequest) -> JsonResponse:
 
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
-    return render(request, "home.html")
+    """Members land in their chats; someone with no organization gets the explanation page."""
+    if organization_of(request.user) is None:
+        return render(request, "home.html")
+    return redirect("chat-home")

@@ -47,9 +47,11 @@ def test_login_page_renders_and_home_requires_login(client):
     assert b"Log in to Ongrid" in page.content
 
 
-def test_home_shows_the_users_organization_and_offline_banner(client, member):
+def test_home_opens_the_users_chat_with_organization_and_offline_banner(client, member):
     client.force_login(member)
-    page = client.get("/").content.decode()
+    response = client.get("/", follow=True)
+    page = response.content.decode()
+    assert response.redirect_chain[-1][0].startswith("/chat/")
     assert "Acme Corp" in page
     assert "Offline model" in page
 
