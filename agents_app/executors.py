@@ -22,10 +22,24 @@ _background_lock = threading.Lock()
 _tasks: set[asyncio.Task] = set()
 
 
-def remember_main_loop(loop: asyncio.AbstractEventLoop) -> None:
-    """Called by the ASGI app on its first request: sync views hand turns to this loop."""
+def remember_main_loop(loop: asyncio.AbstractEventLoop) -> bool:
+    """Called by the ASGI app on each request: sync views hand turns to this loop. True the first time."""
     global _main_loop
+    first = _main_loop is None
     _main_loop = loop
+    return first
+
+
+async def reap_at_startup() -> None:
+    """Close the rows a crashed predecessor left running (R12); never fails the server."""
+    from asgiref.sync import sync_to_async
+
+    from chat_app.services import reap_orphans
+
+    try:
+        await sync_to_async(reap_orphans)()
+    except Exception:  # noqa: BLE001 - a reaper failure must not take the server down
+        log.exception("the startup reaper failed")
 
 
 def _background_loop() -> asyncio.AbstractEventLoop:

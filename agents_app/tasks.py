@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from celery import shared_task
+from celery.signals import worker_ready
 
 
 @shared_task(name="agents_app.run_turn", acks_late=False)
@@ -20,3 +21,11 @@ def reap_orphans_task() -> int:
     from chat_app.services import reap_orphans
 
     return reap_orphans()
+
+
+@worker_ready.connect
+def reap_when_a_worker_starts(**kwargs) -> None:
+    """A worker that starts after a crash closes the rows its predecessor left running."""
+    from chat_app.services import reap_orphans
+
+    reap_orphans()

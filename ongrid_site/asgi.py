@@ -24,6 +24,8 @@ router = ProtocolTypeRouter(
 
 
 async def application(scope, receive, send):
-    """The router, plus: sync views hand chat turns to this server's event loop (see executors)."""
-    executors.remember_main_loop(asyncio.get_running_loop())
+    """The router, plus: sync views hand chat turns to this server's event loop (see executors),
+    and the first request of a process closes session rows orphaned by a previous crash."""
+    if executors.remember_main_loop(asyncio.get_running_loop()):
+        executors.run_in_background(executors.reap_at_startup())
     await router(scope, receive, send)

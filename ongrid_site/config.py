@@ -90,7 +90,13 @@ def _database(env: Mapping[str, str], data_dir: Path) -> dict:
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": str(data_dir / "ongrid.sqlite3"),
             # WAL lets the ASGI process read while a turn writes.
-            "OPTIONS": {"init_command": "PRAGMA journal_mode=WAL;", "timeout": 20},
+            # IMMEDIATE: a write transaction takes the write lock up front and waits for it (timeout),
+            # instead of failing with "database is locked" when two writers upgrade at once.
+            "OPTIONS": {
+                "init_command": "PRAGMA journal_mode=WAL;",
+                "timeout": 20,
+                "transaction_mode": "IMMEDIATE",
+            },
         }
     db = dj_database_url.parse(url, conn_max_age=0, conn_health_checks=True)
     if db["ENGINE"] == "django.db.backends.postgresql":
