@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import logging
 import threading
 from collections.abc import Coroutine
@@ -71,10 +72,12 @@ def run_in_background(coro: Coroutine[Any, Any, Any]) -> asyncio.Future | concur
         running = asyncio.get_running_loop()
     except RuntimeError:
         running = None
+    # A fresh context: the turn must not inherit the caller's (a request's or a socket's
+    # thread-sensitive executor ends with it, and a sync view waiting for the turn would deadlock).
     if running is not None:
-        return _keep(running.create_task(coro))
+        return _keep(running.create_task(coro, context=contextvars.Context()))
     loop = _main_loop if _main_loop is not None and _main_loop.is_running() else _background_loop()
-    return asyncio.run_coroutine_threadsafe(_tracked(coro), loop)
+    return contextvars.Context().run(asyncio.run_coroutine_threadsafe, _tracked(coro), loop)
 
 
 async def _tracked(coro: Coroutine[Any, Any, Any]) -> Any:
