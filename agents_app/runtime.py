@@ -104,6 +104,7 @@ class Runtime:
 
     def __init__(self) -> None:
         self._tokens: dict[int, CancelToken] = {}
+        self._root_of: dict[int, int] = {}  # running session -> its root, so each turn watches its own
 
     # ---- turns -------------------------------------------------------------------------------
 
@@ -111,8 +112,8 @@ class Runtime:
         """Run the coordinator over the session's history; the user's message is already saved."""
         session = await ChatSession.objects.aget(pk=session_id)
         publisher = Publisher(session.root_session_id or session.pk, list(listeners or []))
-        token = self._register(session.pk)
-        watcher = asyncio.create_task(self._watch_stop([session.pk]))
+        token = self._register(session.pk, publisher.root_session_id)
+        watcher = asyncio.create_task(self._watch_stop(publisher.root_session_id))
         asked = (
             await ChatMessage.objects.filter(session_id=session.pk, role=MessageRole.USER)
             .order_by("-seq")
@@ -139,7 +140,7 @@ class Runtime:
             error = f"The turn failed: {type(exc).__name__}: {exc}"
         finally:
             watcher.cancel()
-            self._tokens.pop(session.pk, None)
+            self._forget(session.pk)
             await self._finish_turn(session, publisher, result, error)
         return result
 
@@ -235,7 +236,7 @@ class Runtime:
                 "call_id": tool_call_id,
             }
         )
-        token = self._register(worker.pk)
+        token = self._register(worker.pk, publisher.root_session_id)
         outcome = WorkerOutcome(worker.pk, SessionStatus.FAILED, "", "The worker ended unexpectedly.")
         try:
             await services.amark_running(worker.pk)
@@ -248,7 +249,7 @@ class Runtime:
             log.exception("worker %s crashed", worker.pk)
             outcome = WorkerOutcome(worker.pk, SessionStatus.FAILED, "", f"{type(exc).__name__}: {exc}")
         finally:
-            self._tokens.pop(worker.pk, None)
+            self._forget(worker.pk)
             await services.aclose_session(worker.pk, outcome.status, result=outcome.text, error=outcome.error)
             await publisher.publish(
                 {
@@ -314,21 +315,27 @@ class Runtime:
 
     # ---- plumbing ----------------------------------------------------------------------------
 
-    def _register(self, session_id: int) -> CancelToken:
+    def _register(self, session_id: int, root_id: int) -> CancelToken:
         async def flagged() -> str | None:
             return "stopped" if await services.astop_requested(session_id) else None
 
         token = CancelToken(check=flagged)
         self._tokens[session_id] = token
+        self._root_of[session_id] = root_id
         return token
 
-    async def _watch_stop(self, root_ids: list[int]) -> None:
-        """Turn cross-process stop flags into local cancellation, and keep our rows' heartbeat fresh."""
+    def _forget(self, session_id: int) -> None:
+        self._tokens.pop(session_id, None)
+        self._root_of.pop(session_id, None)
+
+    async def _watch_stop(self, root_id: int) -> None:
+        """Turn cross-process stop flags into local cancellation (a stop lands even while an LLM call
+        streams), and keep this turn's rows' heartbeat fresh for the reaper."""
         polls = 0
         while True:
             await asyncio.sleep(STOP_POLL_SECONDS)
             polls += 1
-            ids = list(self._tokens)
+            ids = [pk for pk, root in list(self._root_of.items()) if root == root_id]
             flagged = await _stop_flagged(ids)
             for pk in flagged:
                 token = self._tokens.get(pk)
