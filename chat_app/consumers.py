@@ -126,7 +126,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
         worker = event.get("worker", False)
         if kind == "turn.started":
             self.turn = event.get("message_id") or 0
-            return fragments.turn_started(self.turn, event.get("user_text", ""), self.chat.pk)
+            title = ChatSession.objects.filter(pk=self.chat.pk).values_list("title", flat=True).first()
+            return fragments.turn_started(self.turn, event.get("user_text", ""), self.chat.pk, title or "")
         if self.turn is None:
             return ""
         if kind == "tool.started":
@@ -134,7 +135,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 return fragments.worker_activity(event["session"], f"{event.get('name')}…")
             return fragments.tool_started(self.turn, event)
         if kind == "tool.ended" and not worker:
-            return fragments.tool_ended(event)
+            return fragments.tool_ended(self.turn, event)
         if kind == "note":
             return fragments.note(self.turn, event.get("text", ""))
         if kind == "worker.started":

@@ -68,8 +68,10 @@ def _oob(template: str, **context) -> str:
     return render_to_string(f"chat/{template}", context)
 
 
-def turn_started(turn: int, user_text: str, chat_session_id: int) -> str:
-    return _oob("_turn_started.html", turn=turn, user_text=user_text, chat_session_id=chat_session_id)
+def turn_started(turn: int, user_text: str, chat_session_id: int, title: str = "") -> str:
+    return _oob(
+        "_turn_started.html", turn=turn, user_text=user_text, chat_session_id=chat_session_id, title=title
+    )
 
 
 def text_delta(turn: int, text: str) -> str:
@@ -83,9 +85,9 @@ def tool_started(turn: int, event: dict) -> str:
     return _oob("_chip_new.html", turn=turn, chip=chip)
 
 
-def tool_ended(event: dict) -> str:
+def tool_ended(turn: int, event: dict) -> str:
     if event.get("name") in CONTROL_TOOLS:
-        return ""
+        return control_outcome(turn, event)
     chip = chip_context(
         event["call_id"],
         event["name"],
@@ -95,6 +97,22 @@ def tool_ended(event: dict) -> str:
         event.get("duration_ms"),
     )
     return _oob("_chip.html", chip=chip, oob=True)
+
+
+def control_outcome(turn: int, event: dict) -> str:
+    """A control tool gets no chip, except when it did not do its job: a deduped or refused
+    dispatch is shown plainly rather than silently."""
+    if event.get("status") in ("ok", "killed"):
+        return ""
+    chip = chip_context(
+        event["call_id"],
+        event["name"],
+        event.get("arguments_raw", ""),
+        event.get("status", ""),
+        event.get("content", ""),
+        event.get("duration_ms"),
+    )
+    return _oob("_chip_new.html", turn=turn, chip=chip)
 
 
 def note(turn: int, text: str) -> str:

@@ -74,7 +74,9 @@ def build_turns(chat: ChatSession, last: int | None = None) -> list[Turn]:
     def owner(at) -> Turn:
         return turns[max(bisect.bisect_right(starts, at) - 1, 0)]
 
-    calls = AuditLog.objects.filter(session=chat, started_at__gte=since).exclude(tool__in=CONTROL_TOOLS)
+    calls = AuditLog.objects.filter(session=chat, started_at__gte=since).exclude(
+        tool__in=CONTROL_TOOLS, status__in=("ok", "killed")
+    )
     for call in calls.order_by("started_at"):
         chip = chip_context(
             call.tool_call_id or f"a{call.pk}",

@@ -89,6 +89,7 @@ async def test_a_turn_streams_escaped_tokens_chips_a_tile_and_the_final_markdown
     await socket.send_json_to({"message": "what fills /var on web-01?"})
     frames = await receive_until(socket, 'id="turn-controls" hx-swap-oob="true"></span>')
     assert "what fills /var on web-01?" in frames  # the user's bubble
+    assert 'id="chat-link-' in frames  # the sidebar entry takes the first message as its title
     assert 'id="chip-' in frames and "query_incidents" in frames and "status=firing" in frames
     assert 'id="tile-' in frames and "specialist-disk" in frames and "Disk on web-01" in frames
     assert "completed" in frames and "/var/log holds 38G" in frames  # the tile's result

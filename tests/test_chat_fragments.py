@@ -33,21 +33,28 @@ def test_tool_chip_escapes_tool_output_and_shows_status_and_duration():
     assert 'hx-swap-oob="beforeend:#activity-3"' in started and 'id="chip-c1"' in started
     assert "status=firing" in started and "running" in started
     ended = fragments.tool_ended(
+        3,
         {
             "call_id": "c1",
             "name": "query_incidents",
             "status": "ok",
             "content": "<img src=x onerror=alert(1)>",
             "duration_ms": 12,
-        }
+        },
     )
     assert 'id="chip-c1"' in ended and 'hx-swap-oob="true"' in ended
     assert "<img" not in ended and "&lt;img src=x onerror=alert(1)&gt;" in ended
     assert "12 ms" in ended
 
 
-def test_control_tools_get_tiles_not_chips():
+def test_control_tools_get_tiles_not_chips_unless_deduped_or_refused():
     assert fragments.tool_started(1, {"call_id": "a", "name": "AgentTool", "arguments_raw": "{}"}) == ""
+    done = {"call_id": "a", "name": "AgentTool", "arguments_raw": "{}", "content": "{}", "duration_ms": 3}
+    assert fragments.tool_ended(1, {**done, "status": "ok"}) == ""
+    deduped = fragments.tool_ended(
+        1, {**done, "status": "deduped", "content": '{"hint": "already dispatched"}'}
+    )
+    assert "beforeend:#activity-1" in deduped and "deduped" in deduped and "already dispatched" in deduped
 
 
 def test_worker_tile_lifecycle_and_result_rendered_as_safe_markdown():
