@@ -1,0 +1,97 @@
+"""Chat pages through the Django test client: ownership, sidebar actions, Stop."""
+
+from __future__ import annotations
+
+import pytest
+
+from audit_app.models import AuditLog
+from chat_app import services
+from chat_app.models import ChatMessage, ChatSession
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def chat(member):
+    return services.start_chat(member)
+
+
+def test_first_visit_creates_a_chat_and_the_page_has_the_socket_and_composer(client, member):
+    client.force_login(member)
+    response = client.get("/chat/", follow=True)
+    chat = ChatSession.objects.get(user=member)
+    page = response.content.decode()
+    assert response.redirect_chain[-1][0] == f"/chat/{chat.pk}/"
+    assert f'ws-connect="/ws/chat/{chat.pk}/"' in page and 'id="composer"' in page and "ws-send" in page
+
+
+def test_saved_transcript_renders_answer_notes_chips_and_tiles(client, member, chat):
+    services.begin_turn(chat.pk, "what fills /var?")
+    services.append_message(chat.pk, "assistant", "Dispatching now.", kind="note")
+    worker = services.open_worker_session(chat, "specialist-disk", "Disk on web-01", "brief", "call-1")
+    services.close_session(worker.pk, "completed", result="**38G** in /var/log")
+    AuditLog.objects.create(
+        organization=chat.organization,
+        session=chat,
+        tool="query_incidents",
+        tool_class="read",
+        arguments='{"status": "firing"}',
+        result="<b>[]</b>",
+        status="ok",
+        started_at=worker.created_at,
+        duration_ms=4,
+        tool_call_id="c0",
+    )
+    services.append_message(chat.pk, "assistant", "Your **logs** are big.")
+    services.end_turn(chat.pk)
+    client.force_login(member)
+    page = client.get(f"/chat/{chat.pk}/").content.decode()
+    assert "what fills /var?" in page and "Dispatching now." in page
+    assert 'id="chip-c0"' in page and "status=firing" in page and "&lt;b&gt;[]&lt;/b&gt;" in page
+    assert 'id="tile-' in page and "Disk on web-01" in page and "<strong>38G</strong>" in page
+    assert "Your <strong>logs</strong> are big." in page
+
+
+def test_other_users_get_404_on_every_chat_url(client, chat, outsider, org):
+    from ops_app import roles
+    from ops_app.services import create_user
+
+    for user in (outsider, create_user("bob", "bob-pass-123", org, roles.MEMBER)):
+        client.force_login(user)
+        assert client.get(f"/chat/{chat.pk}/").status_code == 404
+        for action in ("rename", "delete", "stop"):
+            assert client.post(f"/chat/{chat.pk}/{action}/", {"title": "x"}).status_code == 404
+    assert ChatSession.objects.filter(pk=chat.pk).exists()
+
+
+def test_rename_and_delete(client, member, chat):
+    client.force_login(member)
+    renamed = client.post(f"/chat/{chat.pk}/rename/", {"title": "  Disk on web-01 "})
+    assert renamed.status_code == 200 and "Disk on web-01" in renamed.content.decode()
+    assert ChatSession.objects.get(pk=chat.pk).title == "Disk on web-01"
+    services.append_message(chat.pk, "user", "x")
+    assert client.post(f"/chat/{chat.pk}/delete/").status_code == 302
+    assert not ChatSession.objects.filter(pk=chat.pk).exists()
+    assert not ChatMessage.objects.filter(session_id=chat.pk).exists()
+
+
+def test_stop_buttons_flag_the_turn_and_a_worker(client, member, chat):
+    worker = services.open_worker_session(chat, "specialist-disk", "d", "p")
+    other = services.open_worker_session(chat, "specialist-compute", "c", "p")
+    client.force_login(member)
+    assert client.post(f"/chat/{chat.pk}/workers/{worker.pk}/stop/").status_code == 204
+    assert ChatSession.objects.get(pk=worker.pk).stop_requested_at is not None
+    assert ChatSession.objects.get(pk=other.pk).stop_requested_at is None
+    assert client.post(f"/chat/{chat.pk}/stop/").status_code == 204
+    assert ChatSession.objects.get(pk=other.pk).stop_requested_at is not None
+    assert ChatSession.objects.get(pk=chat.pk).stop_requested_at is not None
+
+
+def test_sidebar_lists_only_own_chats_newest_first_in_constant_queries(
+    client, member, django_assert_max_num_queries
+):
+    chats = [services.start_chat(member, title=f"chat {i}") for i in range(30)]
+    client.force_login(member)
+    with django_assert_max_num_queries(12):
+        page = client.get(f"/chat/{chats[0].pk}/").content.decode()
+    assert page.index("chat 29") < page.index("chat 28")
