@@ -10,7 +10,7 @@ from chat_app.models import ChatSession
 from tests.fake_llm import call, text, tool_calls
 
 pytest_plugins = ["tests.support.fake_llm", "tests.support.runtime"]
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("inline_executor")]
 
 
 def api(user) -> APIClient:

@@ -100,8 +100,9 @@ def test_stop_on_a_running_tile_ends_it_killed(page, agents_llm):
     agents_llm.add("specialist-disk", blocked_worker)
     send(page, "scan web-01")
     page.wait_for_selector(".tile.running")
-    page.click(".tile.running button.stop")
-    release.set()
+    with page.expect_response(lambda r: r.url.endswith("/stop/") and r.status == 204):
+        page.click(".tile.running button.stop")
+    release.set()  # the model answers only after the stop was accepted
     killed = page.wait_for_selector(".tile.killed")
     assert "killed" in killed.inner_text()
     page.wait_for_selector(".bubble.answer:has-text('stopped')")

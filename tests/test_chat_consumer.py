@@ -15,7 +15,7 @@ from ongrid_site.asgi import application
 from tests.fake_llm import call, text, tool_calls
 
 pytest_plugins = ["tests.support.fake_llm", "tests.support.runtime"]
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("inline_executor")]
 ORIGIN = (b"origin", b"http://127.0.0.1")
 DEADLINE = 20.0
 

@@ -24,3 +24,9 @@ def agents_llm(fake_llm, settings):
     router = ByAgent()
     fake_llm.route(router)
     return router
+
+
+@pytest.fixture
+def inline_executor(settings):
+    """Turns run in this process even when REDIS_URL selects Celery (its own tests cover that)."""
+    settings.ONGRID_EXECUTOR = "inline"
