@@ -53,7 +53,8 @@ class SessionListView(AuditView):
 
     def get(self, request: Request) -> Response:
         data = self.filters(request, queries.SessionFilterForm)
-        sessions = queries.filter_sessions(queries.audit_sessions(request.user), data)
+        user = request.user
+        sessions = queries.filter_sessions(queries.audit_sessions(user), data, queries.audit_calls(user))
         page = self.page(request, lambda cursor, size: queries.session_page(sessions, cursor, size))
         return self.paged(request, page, page.rows)
 

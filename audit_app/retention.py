@@ -53,19 +53,16 @@ def expired_calls(model, cutoff: datetime):
 
 def expired_trees(cutoff: datetime):
     """Coordinator sessions whose whole tree has been quiet since before the cutoff."""
-    tree = Q(root_session=OuterRef("pk"))
+    # Uncorrelated: computed once per batch (the correlated form scanned the table per row on SQLite).
+    busy = ChatSession.objects.filter(root_session__isnull=False).filter(
+        Q(status__in=OPEN_STATUSES) | Q(created_at__gte=cutoff)
+    )
     recent = ChatMessage.objects.filter(created_at__gte=cutoff)
     return ChatSession.objects.filter(
         root_session__isnull=True, created_at__lt=cutoff, parent_session__isnull=True
     ).exclude(
         Q(status__in=OPEN_STATUSES)
-        | Q(
-            Exists(
-                ChatSession.objects.filter(tree).filter(
-                    Q(status__in=OPEN_STATUSES) | Q(created_at__gte=cutoff)
-                )
-            )
-        )
+        | Q(pk__in=busy.values("root_session_id"))
         | Q(Exists(recent.filter(session=OuterRef("pk"))))
         | Q(Exists(recent.filter(session__root_session=OuterRef("pk"))))
     )

@@ -18,8 +18,10 @@ from __future__ import annotations
 import logging
 
 from django.db import connections
-from django.db.models import Q
+from django.db.models import BooleanField, Exists, OuterRef, Q
 from django.db.models.expressions import RawSQL
+
+from chat_app.models import ChatMessage
 
 logger = logging.getLogger(__name__)
 
@@ -83,21 +85,30 @@ def _fts5_query(text: str) -> str:
     return " ".join('"' + word.replace('"', '""') + '"' for word in text.split())
 
 
+def _postgres_match(text: str) -> Q:
+    """EXISTS for messages, IN for titles: measured on 100 000 sessions / 300 000 messages, this
+    shape lets the planner either walk the newest sessions and probe their few messages (common
+    words: under a millisecond) or read the GIN index and hash the hits (rare words: ~30 ms).
+    An IN over messages forces the hash even for words found in every message (~1.5 s)."""
+    # Unqualified `content` resolves to the subquery's chat_messages (chat_sessions has no such column).
+    words = RawSQL(
+        "to_tsvector('simple', content) @@ websearch_to_tsquery('simple', %s)", [text], BooleanField()
+    )
+    messages = ChatMessage.objects.filter(words, session=OuterRef("pk"))
+    titles = RawSQL(
+        "SELECT id FROM chat_sessions "
+        "WHERE to_tsvector('simple', title) @@ websearch_to_tsquery('simple', %s)",
+        [text],
+    )
+    return Q(Exists(messages)) | Q(pk__in=titles)
+
+
 def matching_sessions(text: str, using: str = "default") -> Q:
     """A filter on ChatSession: the title or any of its messages contains the words of `text`."""
     vendor = connections[using].vendor
     if vendor == "postgresql":
-        messages = RawSQL(
-            "SELECT session_id FROM chat_messages "
-            "WHERE to_tsvector('simple', content) @@ websearch_to_tsquery('simple', %s)",
-            [text],
-        )
-        titles = RawSQL(
-            "SELECT id FROM chat_sessions "
-            "WHERE to_tsvector('simple', title) @@ websearch_to_tsquery('simple', %s)",
-            [text],
-        )
-    elif vendor == "sqlite":
+        return _postgres_match(text)
+    if vendor == "sqlite":
         query = _fts5_query(text)
         messages = RawSQL(
             "SELECT session_id FROM chat_messages WHERE id IN "
@@ -105,6 +116,8 @@ def matching_sessions(text: str, using: str = "default") -> Q:
             [query],
         )
         titles = RawSQL("SELECT rowid FROM chat_sessions_fts WHERE chat_sessions_fts MATCH %s", [query])
-    else:  # another backend: correct, if slow
-        return Q(title__icontains=text) | Q(messages__content__icontains=text)
-    return Q(pk__in=messages) | Q(pk__in=titles)
+        return Q(pk__in=messages) | Q(pk__in=titles)
+    # another backend: correct, if slow
+    return Q(title__icontains=text) | Q(
+        pk__in=ChatMessage.objects.filter(content__icontains=text).values("session")
+    )

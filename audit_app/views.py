@@ -38,7 +38,8 @@ def session_list(request: HttpRequest) -> HttpResponse:
     data = form.cleaned_data if form.is_bound else {}
     try:
         size = queries.page_size(request.GET.get("limit"))
-        page = queries.session_page(queries.filter_sessions(sessions, data), request.GET.get("cursor"), size)
+        rows = queries.filter_sessions(sessions, data, queries.audit_calls(request.user))
+        page = queries.session_page(rows, request.GET.get("cursor"), size)
     except queries.BadCursor as error:
         return HttpResponseBadRequest(str(error))
     following = None
