@@ -172,3 +172,38 @@ def test_a_tree_costs_a_fixed_number_of_queries(
     with django_assert_max_num_queries(11):
         page = client.get(reverse("audit-session", args=[chat.pk]))
     assert page.content.count(b'<strong class="persona">reviewer</strong>') == size
+
+
+def test_model_prices_come_from_the_environment_and_bad_tables_stop_startup():
+    from ongrid_site import config
+
+    env = {"SECRET_KEY": "x", "ONGRID_MODEL_PRICES": '{"llama-3": {"input": 0, "output": 0.5}}'}
+    assert config.load(env).model_prices == {"llama-3": {"input": 0.0, "output": 0.5}}
+    assert "gpt-4o-mini" in config.load({"SECRET_KEY": "x"}).model_prices
+    assert config.load({"SECRET_KEY": "x", "ONGRID_AUDIT_RETENTION_DAYS": "90"}).audit_retention_days == 90
+    for bad in (
+        '{"m": 3}',
+        '{"m": {"input": -1, "output": 1}}',
+        "[1]",
+        "{not json",
+        '{"m": {"input": true}}',
+    ):
+        with pytest.raises(config.ConfigError, match="ONGRID_MODEL_PRICES"):
+            config.load({"SECRET_KEY": "x", "ONGRID_MODEL_PRICES": bad})
+    with pytest.raises(config.ConfigError, match="ONGRID_AUDIT_RETENTION_DAYS"):
+        config.load({"SECRET_KEY": "x", "ONGRID_AUDIT_RETENTION_DAYS": "-3"})
+
+
+def test_cost_estimate_prices_families_and_names_unpriced_models(settings):
+    import dataclasses
+
+    from audit_app.costs import estimate_cost
+
+    prices = {"gpt-4o": {"input": 2.5, "output": 10.0}, "gpt-4o-mini": {"input": 0.15, "output": 0.6}}
+    settings.CONFIG = dataclasses.replace(settings.CONFIG, model_prices=prices, model="gpt-4o")
+    used = {"prompt": 1_000_000, "completion": 100_000}
+    assert estimate_cost({"gpt-4o-mini-2024-07-18": used}) == {"usd": 0.21, "unpriced": []}
+    assert estimate_cost({"": used}) == {"usd": 3.5, "unpriced": []}  # the default model
+    assert estimate_cost({"mystery": used}) == {"usd": None, "unpriced": ["mystery"]}
+    assert estimate_cost({"mystery": used, "gpt-4o": used}) == {"usd": 3.5, "unpriced": ["mystery"]}
+    assert estimate_cost({}) == {"usd": 0.0, "unpriced": []}

@@ -132,3 +132,11 @@ def test_filters_cannot_reach_across_tenants(world, other_auditor):
     assert response.json()["results"] == []
     response = api.get(reverse("api-audit-sessions"), {"user": "alice", "q": "web-01"})
     assert response.json()["results"] == []
+
+
+def test_the_home_page_links_to_the_audit_pages_only_for_auditors(auditor, member):
+    auditor_client, _ = as_user(auditor)
+    member_client, _ = as_user(member)
+    link = reverse("audit-sessions").encode()
+    assert link in auditor_client.get(reverse("home")).content
+    assert link not in member_client.get(reverse("home")).content
