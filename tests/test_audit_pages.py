@@ -9,6 +9,7 @@ import re
 
 import pytest
 from asgiref.sync import sync_to_async
+from django.db import models
 from django.test import Client
 from django.urls import reverse
 
@@ -34,6 +35,21 @@ def fresh_dedupe(monkeypatch):
 @pytest.fixture
 def priced(settings):
     settings.CONFIG = dataclasses.replace(settings.CONFIG, model_prices=PRICES)
+
+
+class _Proposals(models.Manager):
+    def get_queryset(self):
+        return super().get_queryset().filter(tool="proposal")
+
+
+class ProposalStandIn(AuditLog):
+    """Audit rows with tool="proposal" posing as the review gate's proposals (no table of its own)."""
+
+    objects = _Proposals()
+
+    class Meta:
+        proxy = True
+        app_label = "audit_app"
 
 
 def dispatch(subagent: str, prompt: str, description: str, id: str) -> dict:
@@ -182,3 +198,32 @@ def test_bad_filters_get_a_clear_error(org, auditor):
     assert page.status_code == 400
     html = page.content.decode()
     assert "Select a valid choice" in html and "Enter a valid date/time" in html
+
+
+@pytest.mark.django_db
+def test_a_gated_call_shows_its_proposal_and_human_approver(org, member, auditor, org_admin, monkeypatch):
+    """The gate's MutatingProposal lands with the gate; until then a stand-in with the key fields the
+    lookup relies on (tool_call_id, organization, a user link) plays its part."""
+    chat = audit_rows.session(org, member, title="restart nginx")
+    worker = audit_rows.session(org, member, parent=chat, agent_id="specialist-web")
+    write, _ = audit_rows.gated_write(worker, "w-dual")
+    stand_in = AuditLog.objects.create(
+        organization=org,
+        user=org_admin,  # the human approver
+        tool_call_id="w-dual",
+        tool="proposal",
+        tool_class="write",
+        arguments='{"action": "restart", "target": "nginx@web-01", "blast_radius": "one host"}',
+        result="approve",
+        status="ok",
+        started_at=write.started_at,
+    )
+    monkeypatch.setattr("audit_app.tree.proposal_model", lambda: ProposalStandIn)
+    client = login(auditor)
+    html = client.get(reverse("audit-call", args=[write.pk])).content.decode()
+    proposal = html[html.index('<div class="proposal">') :]
+    assert "oscar" in proposal and "nginx@web-01" in proposal
+    tree = client.get(reverse("api-audit-tree", args=[chat.pk])).json()["tree"]
+    gated = next(e for e in tree["children"][0]["timeline"] if e.get("tool") == "host_restart_service")
+    assert gated["proposal"]["id"] == stand_in.pk
+    assert gated["proposal"]["user"] == {"id": org_admin.pk, "label": "oscar"}
