@@ -1,9 +1,14 @@
-"""Read-only admin views of the audit trail: rows are evidence, so nobody edits or adds them here."""
+"""Read-only admin views of the audit trail: rows are evidence, so nobody adds, edits or deletes
+them here, superusers included. Session rows are shown read-only too (they are part of the
+record); the chat UI and the retention purge are the only ways sessions go away."""
 
 from django.contrib import admin
 
 from audit_app.models import AuditLog, LLMCall
+from audit_app.tree import proposal_model
+from chat_app.models import ChatSession
 from ops_app.admin_mixins import TenantScopedAdmin
+from ops_app.tenancy import sees_all_tenants
 
 
 class ReadOnlyTenantAdmin(TenantScopedAdmin):
@@ -14,7 +19,7 @@ class ReadOnlyTenantAdmin(TenantScopedAdmin):
         return False
 
     def has_delete_permission(self, request, obj=None) -> bool:
-        return request.user.is_superuser
+        return False
 
 
 @admin.register(AuditLog)
@@ -42,3 +47,28 @@ class LLMCallAdmin(ReadOnlyTenantAdmin):
     date_hierarchy = "started_at"
     list_select_related = ("session",)
     raw_id_fields = ("session",)
+
+
+@admin.register(ChatSession)
+class ChatSessionAdmin(ReadOnlyTenantAdmin):
+    list_display = ("id", "created_at", "agent_id", "kind", "channel", "status", "user", "title")
+    list_filter = ("kind", "status", "channel")
+    search_fields = ("title",)
+    date_hierarchy = "created_at"
+    list_select_related = ("user",)
+    raw_id_fields = ("user", "parent_session", "root_session")
+
+
+class ProposalAdmin(ReadOnlyTenantAdmin):
+    """The review gate's proposals (registered only when the gate's model exists)."""
+
+    def get_queryset(self, request):
+        rows = admin.ModelAdmin.get_queryset(self, request)
+        if hasattr(rows, "for_user"):
+            return rows.for_user(request.user)
+        return rows if sees_all_tenants(request.user) else rows.none()
+
+
+_proposals = proposal_model()
+if _proposals is not None and not admin.site.is_registered(_proposals):
+    admin.site.register(_proposals, ProposalAdmin)

@@ -1,13 +1,22 @@
 """The audit trail: one row per tool call (R19) and one per LLM call.
 
 Rows are written by the kernel's invoke chain only (`agents_app.tools.invoke`) and never edited.
-They outlive the sessions they describe: deleting a chat session keeps its audit rows.
+They outlive the sessions they describe: deleting a chat session keeps its audit rows (the
+session link is nulled, the only write allowed after creation).
+
+Immutability is enforced here, in the model layer, so no feature can quietly rewrite evidence:
+`save()` refuses an existing row, `delete()` and queryset `update()` / `delete()` /
+`bulk_update()` raise `ImmutableAuditRow`. The one exception is the retention purge, which
+deletes inside `audit_app.immutability.purging()`.
 """
 
 from django.conf import settings
 from django.db import models
 
-from ops_app.tenancy import TenantModel
+from audit_app.immutability import AppendOnlyModel, AppendOnlyQuerySet
+from ops_app.tenancy import TenantModel, TenantQuerySet
+
+AuditManager = models.Manager.from_queryset(type("AuditQuerySet", (AppendOnlyQuerySet, TenantQuerySet), {}))
 
 
 class ToolStatus(models.TextChoices):
@@ -20,7 +29,7 @@ class ToolStatus(models.TextChoices):
     KILLED = "killed", "Killed"
 
 
-class AuditLog(TenantModel):
+class AuditLog(AppendOnlyModel, TenantModel):
     session = models.ForeignKey(
         "chat_app.ChatSession", null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_logs"
     )
@@ -39,6 +48,8 @@ class AuditLog(TenantModel):
     started_at = models.DateTimeField()
     duration_ms = models.PositiveIntegerField(default=0)
 
+    objects = AuditManager()
+
     class Meta:
         db_table = "audit_logs"
         ordering = ["-started_at", "-id"]
@@ -47,6 +58,9 @@ class AuditLog(TenantModel):
             models.Index(fields=["organization", "-started_at"], name="audit_org_started_idx"),
             models.Index(fields=["organization", "tool", "-started_at"], name="audit_org_tool_idx"),
             models.Index(fields=["organization", "status", "-started_at"], name="audit_org_status_idx"),
+            # Retention purges by age across organizations; proposals and reviewers join on the call id.
+            models.Index(fields=["started_at"], name="audit_started_idx"),
+            models.Index(fields=["tool_call_id"], name="audit_call_id_idx"),
         ]
 
     def __str__(self) -> str:
@@ -57,7 +71,7 @@ class AuditLog(TenantModel):
         return self.result_size > len(self.result)
 
 
-class LLMCall(TenantModel):
+class LLMCall(AppendOnlyModel, TenantModel):
     session = models.ForeignKey(
         "chat_app.ChatSession", null=True, blank=True, on_delete=models.SET_NULL, related_name="llm_calls"
     )
@@ -71,12 +85,15 @@ class LLMCall(TenantModel):
     error = models.TextField(blank=True)
     started_at = models.DateTimeField()
 
+    objects = AuditManager()
+
     class Meta:
         db_table = "llm_calls"
         ordering = ["-started_at", "-id"]
         indexes = [
             models.Index(fields=["session", "started_at"], name="llmcall_session_started_idx"),
             models.Index(fields=["organization", "-started_at"], name="llmcall_org_started_idx"),
+            models.Index(fields=["started_at"], name="llmcall_started_idx"),
         ]
 
     def __str__(self) -> str:

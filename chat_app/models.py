@@ -82,6 +82,12 @@ class ChatSession(TenantModel):
             models.Index(fields=["status"], name="session_status_idx"),
             models.Index(fields=["parent_session", "created_at"], name="session_parent_idx"),
             models.Index(fields=["root_session", "created_at"], name="session_root_idx"),
+            # The audit list: keyset pages over (created_at, id), filtered within one organization.
+            models.Index(fields=["-created_at", "-id"], name="session_created_id_idx"),
+            models.Index(fields=["organization", "agent_id", "-created_at"], name="session_org_agent_idx"),
+            models.Index(fields=["organization", "status", "-created_at"], name="session_org_status_idx"),
+            models.Index(fields=["organization", "kind", "-created_at"], name="session_org_kind_idx"),
+            models.Index(fields=["organization", "channel", "-created_at"], name="session_org_channel_idx"),
         ]
 
     def __str__(self) -> str:

@@ -6,9 +6,10 @@ value out) lets the tests check both deployment shapes without re-importing Djan
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import dj_database_url
@@ -16,6 +17,15 @@ import dj_database_url
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 TRUE_WORDS = {"1", "true", "yes", "on"}
+
+# List prices (USD per million tokens) of common models, for the audit pages' cost estimate.
+DEFAULT_MODEL_PRICES = {
+    "gpt-4o-mini": {"input": 0.15, "output": 0.60},
+    "gpt-4o": {"input": 2.50, "output": 10.00},
+    "gpt-4.1": {"input": 2.00, "output": 8.00},
+    "gpt-4.1-mini": {"input": 0.40, "output": 1.60},
+    "gpt-4.1-nano": {"input": 0.10, "output": 0.40},
+}
 
 
 class ConfigError(Exception):
@@ -46,6 +56,9 @@ class Config:
     llm_max_retries: int = 3
     tool_result_limit: int = 16000
     metrics_token: str | None = None
+    # USD per million tokens, {"model": {"input": x, "output": y}}; audit pages estimate cost with it.
+    model_prices: dict = field(default_factory=lambda: dict(DEFAULT_MODEL_PRICES))
+    audit_retention_days: int = 0  # 0 keeps audit data forever
 
     @property
     def uses_redis(self) -> bool:
@@ -128,6 +141,35 @@ def _number(
     return value
 
 
+def _model_prices(env: Mapping[str, str]) -> dict:
+    """ONGRID_MODEL_PRICES replaces the default table; a malformed table stops startup, loudly."""
+    raw = (env.get("ONGRID_MODEL_PRICES") or "").strip()
+    if not raw:
+        return dict(DEFAULT_MODEL_PRICES)
+    problem = (
+        'ONGRID_MODEL_PRICES must be a JSON object like {"gpt-4o-mini": {"input": 0.15, "output": 0.6}} '
+        "(USD per million tokens)"
+    )
+    try:
+        table = json.loads(raw)
+    except ValueError as exc:
+        raise ConfigError(f"{problem}; it is not valid JSON ({exc}).") from None
+    if not isinstance(table, dict):
+        raise ConfigError(f"{problem}.")
+    prices = {}
+    for model, price in table.items():
+        valid = isinstance(price, dict) and all(
+            isinstance(price.get(key), int | float)
+            and not isinstance(price.get(key), bool)
+            and price[key] >= 0
+            for key in ("input", "output")
+        )
+        if not valid:
+            raise ConfigError(f"{problem}; the entry for {model!r} is {price!r}.")
+        prices[str(model)] = {"input": float(price["input"]), "output": float(price["output"])}
+    return prices
+
+
 def load(env: Mapping[str, str] | None = None) -> Config:
     """Build the configuration from `env` (default: the process environment)."""
     env = os.environ if env is None else env
@@ -165,4 +207,6 @@ def load(env: Mapping[str, str] | None = None) -> Config:
         llm_max_retries=int(_number(env, "ONGRID_LLM_MAX_RETRIES", 3, int, 0)),
         tool_result_limit=int(_number(env, "ONGRID_TOOL_RESULT_LIMIT", 16000, int, 200)),
         metrics_token=_optional(env, "ONGRID_METRICS_TOKEN"),
+        model_prices=_model_prices(env),
+        audit_retention_days=int(_number(env, "ONGRID_AUDIT_RETENTION_DAYS", 0, int, 0)),
     )

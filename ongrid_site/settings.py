@@ -122,6 +122,7 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE = {
     "reap-orphaned-sessions": {"task": "agents_app.reap_orphans", "schedule": 300.0},
+    "purge-expired-audit-data": {"task": "audit_app.purge_audit", "schedule": 86400.0},
 }
 
 ONGRID_EXECUTOR = CONFIG.executor

@@ -1,0 +1,72 @@
+"""Audit pages. Thin: check the role, look rows up in the auditor's querysets, render.
+
+Members get 403 (their own sessions are in the chat UI); another tenant's object is simply not in
+the queryset, so its URL answers 404 like a missing one.
+"""
+
+from __future__ import annotations
+
+from functools import wraps
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import get_object_or_404, render
+
+from audit_app import queries
+from audit_app.tree import build_tree, call_detail, tree_totals
+
+
+def auditor_required(view):
+    @login_required
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        if not queries.can_audit(request.user):
+            raise PermissionDenied("The audit pages are for auditors and organization admins.")
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+@auditor_required
+def session_list(request: HttpRequest) -> HttpResponse:
+    form = queries.SessionFilterForm(request.GET or None)
+    sessions = queries.audit_sessions(request.user)
+    page = queries.Page([], None)
+    if form.is_bound and not form.is_valid():
+        return render(request, "audit/sessions.html", {"form": form, "page": page}, status=400)
+    data = form.cleaned_data if form.is_bound else {}
+    try:
+        size = queries.page_size(request.GET.get("limit"))
+        rows = queries.filter_sessions(sessions, data, queries.audit_calls(request.user))
+        page = queries.session_page(rows, request.GET.get("cursor"), size)
+    except queries.BadCursor as error:
+        return HttpResponseBadRequest(str(error))
+    following = None
+    if page.next_cursor:
+        params = request.GET.copy()
+        params["cursor"] = page.next_cursor
+        following = params.urlencode()
+    return render(request, "audit/sessions.html", {"form": form, "page": page, "following": following})
+
+
+@auditor_required
+def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
+    return render(request, "audit/session.html", _tree_context(request, session_id))
+
+
+@auditor_required
+def session_print(request: HttpRequest, session_id: int) -> HttpResponse:
+    return render(request, "audit/print.html", _tree_context(request, session_id))
+
+
+def _tree_context(request: HttpRequest, session_id: int) -> dict:
+    session = get_object_or_404(queries.audit_sessions(request.user), pk=session_id)
+    tree = build_tree(session)
+    return {"tree": tree, "totals": tree_totals(tree), "focus": session.pk}
+
+
+@auditor_required
+def call_page(request: HttpRequest, call_id: int) -> HttpResponse:
+    call = get_object_or_404(queries.audit_calls(request.user).select_related("session", "user"), pk=call_id)
+    return render(request, "audit/call.html", {"call": call_detail(call), "row": call})
