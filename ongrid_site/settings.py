@@ -64,6 +64,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "ops_app.context_processors.ongrid",
+                "audit_app.context_processors.audit",
             ],
         },
     },
