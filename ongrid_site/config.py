@@ -46,6 +46,9 @@ class Config:
     llm_max_retries: int = 3
     tool_result_limit: int = 16000
     metrics_token: str | None = None
+    review_timeout: float = 60.0
+    approval_timeout: float = 300.0
+    restartable_services: tuple[str, ...] = ("nginx", "apache2", "haproxy")
 
     @property
     def uses_redis(self) -> bool:
@@ -159,4 +162,7 @@ def load(env: Mapping[str, str] | None = None) -> Config:
         llm_max_retries=int(_number(env, "ONGRID_LLM_MAX_RETRIES", 3, int, 0)),
         tool_result_limit=int(_number(env, "ONGRID_TOOL_RESULT_LIMIT", 16000, int, 200)),
         metrics_token=_optional(env, "ONGRID_METRICS_TOKEN"),
+        review_timeout=_number(env, "ONGRID_REVIEW_TIMEOUT", 60.0, float, 1),
+        approval_timeout=_number(env, "ONGRID_APPROVAL_TIMEOUT", 300.0, float, 1),
+        restartable_services=tuple(_list(env, "ONGRID_RESTARTABLE_SERVICES", "nginx,apache2,haproxy")),
     )
