@@ -4,14 +4,15 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     dependencies = [
-        ("chat_app", "0003_message_kind"),
+        ('chat_app', '0003_message_kind'),
     ]
 
     operations = [
         migrations.AddField(
-            model_name="chatsession",
-            name="spawned_by_call",
+            model_name='chatsession',
+            name='spawned_by_call',
             field=models.CharField(blank=True, max_length=200),
         ),
     ]
