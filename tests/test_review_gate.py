@@ -24,6 +24,7 @@ from chat_app.groups import session_group
 from chat_app.models import ChatSession, SessionStatus
 from ops_app.models import ChangeEvent, Incident
 from tests.fake_llm import call, text, tool_calls
+from tests.support.asyncdb import close_async_db_connections  # noqa: F401 - fixture
 from tests.support.gate import (
     DUAL,
     ack_arguments,
@@ -36,7 +37,10 @@ from tests.support.gate import (
 from tests.support.llm_routing import tool_messages
 
 pytest_plugins = ["tests.support.fake_llm", "tests.support.runtime"]
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("close_async_db_connections"),
+]
 
 APPROVE = "Decision: approve\nSOP: pass — RB-12 covers acknowledging\nConcurrent work: pass\nRollback: pass"
 
@@ -208,7 +212,7 @@ async def test_a_slow_reviewer_within_its_own_timeout_is_not_cut_by_the_tool_tim
     agents_llm.add("reviewer", text(APPROVE, delay=1.5))
 
     outcome = await gated_call(
-        worker, "specialist-ops", "acknowledge_incident", ack_arguments(incident), "ack-6", timeout=0.5
+        worker, "specialist-ops", "acknowledge_incident", ack_arguments(incident), "ack-6", tool_timeout=0.5
     )
 
     assert outcome.status == "ok" and await status_of(incident) == "acknowledged"

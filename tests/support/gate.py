@@ -51,12 +51,12 @@ async def gated_call(
     tool_name: str,
     arguments: dict,
     call_id: str = "call-1",
-    timeout: float | None = None,
+    tool_timeout: float | None = None,
 ) -> ToolOutcome:
     """One tool call from `worker` as persona `persona`, through the whole R15 chain."""
     tool = load_builtin_tools()[tool_name]
-    if timeout is not None:
-        tool = dataclasses.replace(tool, timeout=timeout)
+    if tool_timeout is not None:
+        tool = dataclasses.replace(tool, timeout=tool_timeout)
     ctx = ToolContext(
         organization_id=worker.organization_id,
         session_id=worker.pk,
