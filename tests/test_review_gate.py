@@ -10,6 +10,7 @@ import dataclasses
 import pytest
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
+from channels.testing import WebsocketCommunicator
 from django.test import Client
 from django.urls import reverse
 
@@ -22,6 +23,7 @@ from agents_app.tools.review_gate import parse_verdict
 from audit_app.models import AuditLog
 from chat_app.groups import session_group
 from chat_app.models import ChatSession, SessionStatus
+from ongrid_site.asgi import application
 from ops_app.models import ChangeEvent, Incident
 from tests.fake_llm import call, text, tool_calls
 from tests.support.asyncdb import close_async_db_connections  # noqa: F401 - fixture
@@ -447,3 +449,40 @@ async def test_dual_sign_never_asks_the_human_when_the_reviewer_rejects(dual, ag
     assert outcome.status == "rejected" and "rejected by reviewer" in outcome.content
     proposal = await proposal_of("d-4")
     assert proposal.requires_human and not proposal.awaiting_human and proposal.human_decision == "pending"
+
+
+async def test_an_open_chat_page_gets_the_card_live_and_sees_it_decided(dual, member, agents_llm):
+    chat, worker, incident = dual
+    agents_llm.add("reviewer", text(APPROVE))
+    client = Client()
+    await sync_to_async(client.force_login)(member)
+    cookie = (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode())
+    socket = WebsocketCommunicator(
+        application, f"/ws/chat/{chat.pk}/", headers=[(b"origin", b"http://127.0.0.1"), cookie]
+    )
+    connected, _ = await socket.connect(timeout=5)
+    assert connected
+    await socket.receive_from(timeout=5)  # the running turn, redrawn on connect
+
+    call_task = asyncio.create_task(
+        gated_call(worker, DUAL, "acknowledge_incident", ack_arguments(incident), "d-5")
+    )
+    card = await frame_with(socket, 'id="proposal-')
+    proposal = await proposal_of("d-5")
+    assert 'hx-swap-oob="beforeend:#activity-' in card and "Awaiting your approval" in card
+    assert reverse("proposal-approve", args=[proposal.pk]) in card
+    await sign(member, proposal.pk, "approve")
+    decided = await frame_with(socket, "Approved")
+    await asyncio.wait_for(call_task, 20)
+    await socket.disconnect()
+
+    assert f'id="proposal-{proposal.pk}"' in decided and 'hx-swap-oob="true"' in decided
+    assert "hx-post" not in decided
+
+
+async def frame_with(socket, needle: str, within: float = 20.0) -> str:
+    async with asyncio.timeout(within):
+        while True:
+            frame = await socket.receive_from(timeout=within)
+            if needle in frame:
+                return frame
