@@ -98,17 +98,24 @@ def browser(monkeypatch):
             yield instance
         finally:
             instance.close()
+            # While Playwright's loop is up, Django keeps this thread's connections in a separate
+            # context-local slot that pytest-django never closes; close them here.
+            connections.close_all()
 
 
-def signed_in_page(browser, live_server, user):
+@pytest.fixture
+def page(browser, live_server, member):
+    """A tab signed in as the chat's owner. Closed before the database goes: a keep-alive
+    connection would otherwise hold a live-server thread, and its database session, open."""
     client = Client()
-    client.force_login(user)
+    client.force_login(member)
     host = live_server.url.split("//", 1)[1].split(":")[0]
     context = browser.new_context()
     context.add_cookies(
         [{"name": "sessionid", "value": client.cookies["sessionid"].value, "domain": host, "path": "/"}]
     )
-    return context.new_page()
+    yield context.new_page()
+    context.close()
 
 
 @pytest.fixture
@@ -131,11 +138,10 @@ def held(org, member, agents_llm, settings):
 
 
 @pytest.mark.parametrize("button, decision", [("Approve", "approve"), ("Reject", "reject")])
-def test_the_owner_signs_in_the_chat_page(live_server, member, held, browser, button, decision):
+def test_the_owner_signs_in_the_chat_page(live_server, member, held, page, button, decision):
     from playwright.sync_api import expect
 
     chat, incident, proposal, call = held
-    page = signed_in_page(browser, live_server, member)
     page.goto(f"{live_server.url}/chat/{chat.pk}/")
 
     card = page.locator(f"#proposal-{proposal.pk}")
