@@ -260,6 +260,7 @@ async def test_the_reviewer_sees_earlier_changes_on_the_same_target(scene, agent
     assert second.status == "rejected" and len(agents_llm.seen["reviewer"]) == 2
     brief = brief_of(agents_llm.seen["reviewer"][-1])
     assert "proposal by specialist-ops: acknowledge incident → approve, executed" in brief
+    assert "specialist-ops called acknowledge_incident (write) → ok" in brief  # from the audit log
 
 
 # ---- who may reach a write tool at all ------------------------------------------------------------
@@ -438,6 +439,22 @@ async def test_dual_sign_times_out_into_a_rejection(dual, agents_llm, settings):
     proposal = await proposal_of("d-3")
     assert proposal.decision == "reject" and proposal.human_approver_id is None
     assert proposal.executed_at is None
+
+
+async def test_stopping_the_agent_ends_the_wait_with_a_rejection(dual, agents_llm):
+    chat, worker, incident = dual
+    agents_llm.add("reviewer", text(APPROVE))
+    layer, channel = await subscribe(chat)
+
+    call_task = asyncio.create_task(
+        gated_call(worker, DUAL, "acknowledge_incident", ack_arguments(incident), "d-6")
+    )
+    await next_event(layer, channel, "proposal.pending")
+    await Runtime().stop_session(chat.pk)  # the user's Stop, as from another process: a row flag
+
+    outcome = await asyncio.wait_for(call_task, 20)
+    assert outcome.status == "rejected" and "stopped while waiting for a human" in outcome.content
+    assert await status_of(incident) == "firing"
 
 
 async def test_dual_sign_never_asks_the_human_when_the_reviewer_rejects(dual, agents_llm):

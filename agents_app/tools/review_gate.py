@@ -91,7 +91,7 @@ async def review_gate(tool: Tool, ctx: ToolContext, arguments: dict) -> GateDeci
         tool_class=tool.tool_class,
         persona=ctx.persona_name,
         permission_mode=permission_mode,
-        arguments=json.loads(redact_arguments(json.dumps(arguments))),
+        arguments=_redacted(arguments),
         payload=payload,
     )
     from agents_app.runtime import Publisher
@@ -123,6 +123,15 @@ async def _check_caller(tool: Tool, ctx: ToolContext) -> tuple[str, str]:
     if tool.name not in {t.name for t in bag}:
         return f"{tool.name} is not among the tools of persona {persona.name!r}", persona.permission_mode
     return "", persona.permission_mode
+
+
+def _redacted(arguments: dict) -> dict:
+    """The arguments as stored on the proposal: credential shapes masked, still a JSON object."""
+    text = redact_arguments(json.dumps(arguments, ensure_ascii=False))
+    try:
+        return json.loads(text)
+    except ValueError:
+        return {"redacted": text}
 
 
 def _payload(session: ChatSession, ctx: ToolContext, change: dict, arguments: dict) -> dict:
@@ -219,11 +228,11 @@ def _recent_activity(proposal: MutatingProposal) -> str:
                 f"- {other.created_at:%H:%M:%S} proposal by {other.persona}: {other.payload.get('action')} "
                 f"→ {other.decision}{done}"
             )
-    key = proposal.target if len(proposal.target) >= 3 and ":" not in proposal.target else ""
-    if key:
+    mentions = _mentions(proposal.target)
+    if mentions:
         calls = (
             AuditLog.objects.filter(
-                organization_id=proposal.organization_id, started_at__gte=since, arguments__icontains=key
+                organization_id=proposal.organization_id, started_at__gte=since, **mentions
             )
             .exclude(tool_call_id=proposal.tool_call_id, session_id=proposal.session_id)
             .order_by("-started_at")[:RECENT_LIMIT]
@@ -234,6 +243,16 @@ def _recent_activity(proposal: MutatingProposal) -> str:
                 f"→ {row.status}: {row.arguments[:200]}"
             )
     return "\n".join(lines) or "none recorded"
+
+
+def _mentions(target: str) -> dict | None:
+    """How an audited call's arguments name this target (a device by name, an incident by id)."""
+    if target.startswith("incident:"):
+        number = target.removeprefix("incident:")
+        return {"arguments__regex": rf'"incident_id"\s*:\s*{number}\b'} if number.isdigit() else None
+    if len(target) >= 3 and not target.startswith("{"):  # silences ({matchers}) are matched by proposal
+        return {"arguments__icontains": target}
+    return None
 
 
 async def _wait_for_human(proposal: MutatingProposal, publisher) -> MutatingProposal:
