@@ -300,3 +300,22 @@ def test_every_write_tool_is_gated_and_asks_for_a_reason(tools):
         "create_silence",
     }
     assert all("reason" in tool.parameters["required"] for tool in writes.values())
+
+
+def test_gate_settings_are_read_from_the_environment():
+    from ongrid_site.config import ConfigError, load
+
+    config = load(
+        {
+            "SECRET_KEY": "x",
+            "ONGRID_RESTARTABLE_SERVICES": "nginx, redis-server ,",
+            "ONGRID_REVIEW_TIMEOUT": "30",
+            "ONGRID_APPROVAL_TIMEOUT": "600",
+        }
+    )
+    assert config.restartable_services == ("nginx", "redis-server")
+    assert (config.review_timeout, config.approval_timeout) == (30.0, 600.0)
+    defaults = load({"SECRET_KEY": "x"})
+    assert (defaults.review_timeout, defaults.approval_timeout) == (60.0, 300.0)
+    with pytest.raises(ConfigError, match="ONGRID_REVIEW_TIMEOUT must be a number"):
+        load({"SECRET_KEY": "x", "ONGRID_REVIEW_TIMEOUT": "soon"})
