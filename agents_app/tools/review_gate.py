@@ -246,10 +246,13 @@ def _recent_activity(proposal: MutatingProposal) -> str:
 
 
 def _mentions(target: str) -> dict | None:
-    """How an audited call's arguments name this target (a device by name, an incident by id)."""
+    """How an audited call's arguments name this target (a device by name, an incident by id).
+
+    The regex sticks to what SQLite's and PostgreSQL's engines agree on (no `\\b`).
+    """
     if target.startswith("incident:"):
         number = target.removeprefix("incident:")
-        return {"arguments__regex": rf'"incident_id"\s*:\s*{number}\b'} if number.isdigit() else None
+        return {"arguments__regex": rf'"incident_id"\s*:\s*{number}([^0-9]|$)'} if number.isdigit() else None
     if len(target) >= 3 and not target.startswith("{"):  # silences ({matchers}) are matched by proposal
         return {"arguments__icontains": target}
     return None
