@@ -12,7 +12,7 @@ from django.urls import path, reverse
 
 from agents_app import registry, user_agents
 from agents_app.forms import ImportForm, UserAgentForm
-from agents_app.models import UserAgent
+from agents_app.models import MutatingProposal, UserAgent
 from ops_app.admin_mixins import TenantScopedAdmin
 from ops_app.tenancy import organization_of, sees_all_tenants
 
@@ -131,3 +131,24 @@ def _messages_of(exc: ValidationError) -> list[str]:
     if hasattr(exc, "error_dict"):
         return [f"{field}: {message}" for field, errors in exc.message_dict.items() for message in errors]
     return list(exc.messages)
+
+
+@admin.register(MutatingProposal)
+class MutatingProposalAdmin(TenantScopedAdmin):
+    """Proposals are evidence of who allowed which change: listed and inspected, never edited here."""
+
+    list_display = ("created_at", "tool", "target", "persona", "decision", "human_approver", "executed_at")
+    list_filter = ("decision", "tool", "permission_mode")
+    search_fields = ("tool", "target", "tool_call_id")
+    date_hierarchy = "created_at"
+    list_select_related = ("human_approver",)
+    raw_id_fields = ("session", "root_session", "reviewer_session", "human_approver")
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False

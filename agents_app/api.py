@@ -7,6 +7,8 @@ organizations do not exist for the caller (404), and every write runs the admin'
 
 from __future__ import annotations
 
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import permissions, serializers, viewsets
 from rest_framework.exceptions import PermissionDenied
@@ -14,9 +16,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from agents_app import catalog, registry, user_agents
-from agents_app.models import UserAgent
+from agents_app import catalog, proposals, registry, user_agents
+from agents_app.models import MutatingProposal, UserAgent
 from agents_app.personas import Persona, PersonaError
+from chat_app import fragments
 from ops_app.tenancy import organization_of, sees_all_tenants
 
 
@@ -132,3 +135,41 @@ class UserAgentViewSet(viewsets.ModelViewSet):
 
     def perform_create(self, serializer) -> None:
         serializer.save(organization=organization_of(self.request.user), created_by=self.request.user)
+
+
+class SignSerializer(serializers.Serializer):
+    reason = serializers.CharField(required=False, allow_blank=True, max_length=1000)
+
+
+class ProposalSignView(APIView):
+    """`POST /api/proposals/{id}/approve|reject/`: the human half of dual sign (R16).
+
+    Only the chat's owner or an org admin of the proposal's organization may sign; another
+    tenant's proposal does not exist for the caller (404). A proposal that is not waiting for a
+    human (decided, timed out, still with the reviewer) answers 409 and changes nothing. An htmx
+    request (the chat page's card buttons) gets the redrawn card instead of JSON.
+    """
+
+    approve = True
+
+    @extend_schema(request=SignSerializer, responses={200: None, 403: None, 404: None, 409: None})
+    def post(self, request: Request, pk: int) -> Response:
+        rows = MutatingProposal.objects.for_user(request.user).select_related("root_session")
+        proposal = get_object_or_404(rows, pk=pk)
+        if not proposals.may_sign(request.user, proposal):
+            raise PermissionDenied("Only the chat's owner or an org admin may sign this change.")
+        form = SignSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        closed = None
+        try:
+            proposal = proposals.sign(
+                proposal, request.user, self.approve, form.validated_data.get("reason", "")
+            )
+        except proposals.ProposalClosed as error:
+            closed = str(error)
+        if request.headers.get("HX-Request"):
+            # Even a late click redraws the card: the page then shows who decided first.
+            return HttpResponse(fragments.proposal_card(proposals.card_data(proposal)))
+        if closed:
+            return Response({"detail": closed, "proposal": proposals.card_data(proposal)}, status=409)
+        return Response(proposals.card_data(proposal))

@@ -142,3 +142,74 @@ class RegistryVersion(TenantModel):
         _, created = cls.objects.get_or_create(organization_id=organization_id, defaults={"version": 1})
         if not created:  # another writer created it between our update and insert
             cls.objects.filter(organization_id=organization_id).update(version=models.F("version") + 1)
+
+
+class MutatingProposal(TenantModel):
+    """One write/destructive tool call held by the review gate (R16), and what became of it.
+
+    The row is written before the reviewer runs, so an approval card, the admin and the session
+    tree can show a change that is still being reviewed. `decision` is the final word; the
+    reviewer's and the human's verdicts are kept apart so the audit shows who said what.
+    """
+
+    class Decision(models.TextChoices):
+        PENDING = "pending", "Pending"
+        APPROVE = "approve", "Approved"
+        REJECT = "reject", "Rejected"
+
+    class BlastRadius(models.TextChoices):
+        SINGLE_DEVICE = "single_device", "Single device"
+        CLUSTER = "cluster", "Cluster"
+        TENANT_WIDE = "tenant_wide", "Tenant-wide"
+
+    session = models.ForeignKey("chat_app.ChatSession", on_delete=models.CASCADE, related_name="proposals")
+    # The chat the change belongs to (the session itself for a coordinator): where the card shows.
+    root_session = models.ForeignKey("chat_app.ChatSession", on_delete=models.CASCADE, related_name="+")
+    tool_call_id = models.CharField(max_length=200, blank=True)
+    tool = models.CharField(max_length=200)
+    tool_class = models.CharField(max_length=20)
+    persona = models.CharField(max_length=100)
+    permission_mode = models.CharField(max_length=32)
+    arguments = models.JSONField(default=dict, blank=True, help_text="Secrets redacted.")
+    payload = models.JSONField(
+        default=dict, help_text="{action, target, reason, blast_radius, operator, context_summary}"
+    )
+    target = models.CharField(max_length=300, blank=True, help_text="Copied from the payload, for lookups.")
+    reviewer_session = models.ForeignKey(
+        "chat_app.ChatSession", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    reviewer_decision = models.CharField(max_length=10, choices=Decision.choices, default=Decision.PENDING)
+    reviewer_reason = models.TextField(blank=True)
+    requires_human = models.BooleanField(default=False)
+    human_decision = models.CharField(max_length=10, choices=Decision.choices, default=Decision.PENDING)
+    human_approver = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    human_decided_at = models.DateTimeField(null=True, blank=True)
+    decision = models.CharField(max_length=10, choices=Decision.choices, default=Decision.PENDING)
+    decision_reason = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    executed_at = models.DateTimeField(null=True, blank=True)
+    execution_status = models.CharField(max_length=20, blank=True)
+
+    class Meta:
+        db_table = "mutating_proposals"
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["organization", "-created_at"], name="proposal_org_created_idx"),
+            models.Index(fields=["root_session", "created_at"], name="proposal_root_idx"),
+            models.Index(fields=["session", "created_at"], name="proposal_session_idx"),
+            models.Index(fields=["organization", "target", "-created_at"], name="proposal_org_target_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tool} on {self.target or '?'} ({self.decision})"
+
+    @property
+    def awaiting_human(self) -> bool:
+        return (
+            self.requires_human
+            and self.decision == self.Decision.PENDING
+            and self.reviewer_decision == self.Decision.APPROVE
+        )

@@ -220,8 +220,35 @@ class Runtime:
             raise ToolError(f"Unknown subagent_type {persona_name!r}.")
         return await self._run_worker(parent, persona, description, prompt, publisher, tool_call_id)
 
+    async def spawn_reviewer(
+        self,
+        parent: ChatSession,
+        description: str,
+        prompt: str,
+        tool_call_id: str,
+        publisher: Publisher | None = None,
+    ) -> WorkerOutcome:
+        """Run the reviewer on one held call (R16). Only the review gate calls this.
+
+        The reviewer's row hangs under the session whose call is held (`spawned_by_call` = that
+        call), and it gets read tools only, whatever a mounted persona file lists.
+        """
+        persona = (await aget_registry(parent.organization_id)).by_name(REVIEWER)
+        if persona is None:
+            raise RuntimeError("No reviewer persona is loaded.")
+        bag = build_toolbag(persona, load_builtin_tools(), coordinator=False)
+        tools = [t for t in bag if t.tool_class == "read"]
+        return await self._run_worker(parent, persona, description, prompt, publisher, tool_call_id, tools)
+
     async def _run_worker(
-        self, parent, persona: Persona, description, prompt, publisher, tool_call_id: str = ""
+        self,
+        parent,
+        persona: Persona,
+        description,
+        prompt,
+        publisher,
+        tool_call_id: str = "",
+        tools: list[Tool] | None = None,
     ) -> WorkerOutcome:
         publisher = publisher or Publisher(parent.root_session_id or parent.pk)
         worker = await services.aopen_worker_session(parent, persona.name, description, prompt, tool_call_id)
@@ -241,7 +268,7 @@ class Runtime:
         try:
             await services.amark_running(worker.pk)
             await publisher.publish({"event": "worker.status", "session": worker.pk, "status": "running"})
-            outcome = await self._drive_worker(worker, persona, prompt, publisher, token)
+            outcome = await self._drive_worker(worker, persona, prompt, publisher, token, tools)
         except asyncio.CancelledError:
             outcome = WorkerOutcome(worker.pk, SessionStatus.KILLED, "", "Cancelled.")
             raise
@@ -262,14 +289,15 @@ class Runtime:
             )
         return outcome
 
-    async def _drive_worker(self, worker, persona, prompt, publisher, token) -> WorkerOutcome:
+    async def _drive_worker(self, worker, persona, prompt, publisher, token, tools=None) -> WorkerOutcome:
         ctx = ToolContext(
             organization_id=worker.organization_id,
             session_id=worker.pk,
             user_id=worker.user_id,
             persona_name=persona.name,
         )
-        tools = build_toolbag(persona, load_builtin_tools(), coordinator=False)
+        if tools is None:
+            tools = build_toolbag(persona, load_builtin_tools(), coordinator=False)
         result = await run_agent(
             persona=persona,
             messages=[{"role": "user", "content": prompt}],

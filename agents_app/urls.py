@@ -10,5 +10,11 @@ router.register("api/agents/custom", api.UserAgentViewSet, basename="user-agent"
 urlpatterns: list = [
     path("metrics", metrics_view, name="metrics"),
     path("api/agents/", api.AgentCatalogView.as_view(), name="agent-catalog"),
+    path(
+        "api/proposals/<int:pk>/approve/", api.ProposalSignView.as_view(approve=True), name="proposal-approve"
+    ),
+    path(
+        "api/proposals/<int:pk>/reject/", api.ProposalSignView.as_view(approve=False), name="proposal-reject"
+    ),
     path("", include(router.urls)),
 ]

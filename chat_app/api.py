@@ -104,12 +104,15 @@ def session_tree(root: ChatSession) -> dict:
     from audit_app.models import AuditLog
 
     audit = Prefetch("audit_logs", queryset=AuditLog.objects.order_by("started_at"))
-    rows = list(ChatSession.objects.filter(root_session=root).prefetch_related(audit).order_by("created_at"))
+    held = Prefetch("proposals", queryset=_proposals())
+    rows = list(
+        ChatSession.objects.filter(root_session=root).prefetch_related(audit, held).order_by("created_at")
+    )
     children: dict[int, list[ChatSession]] = {}
     for row in rows:
         children.setdefault(row.parent_session_id, []).append(row)
 
-    def node(session: ChatSession, calls) -> dict:
+    def node(session: ChatSession, calls, held) -> dict:
         return {
             "id": session.pk,
             "agent_id": session.agent_id,
@@ -122,10 +125,40 @@ def session_tree(root: ChatSession) -> dict:
             "started_at": session.started_at,
             "closed_at": session.closed_at,
             "tool_calls": [_call(c) for c in calls],
-            "children": [node(c, c.audit_logs.all()) for c in children.get(session.pk, [])],
+            "proposals": [_proposal(p) for p in held],
+            "children": [
+                node(c, c.audit_logs.all(), c.proposals.all()) for c in children.get(session.pk, [])
+            ],
         }
 
-    return node(root, AuditLog.objects.filter(session=root).order_by("started_at"))
+    return node(
+        root, AuditLog.objects.filter(session=root).order_by("started_at"), _proposals().filter(session=root)
+    )
+
+
+def _proposals():
+    from agents_app.models import MutatingProposal
+
+    return MutatingProposal.objects.select_related("human_approver").order_by("created_at")
+
+
+def _proposal(row) -> dict:
+    """A held write (R16) as the tree shows it: what, the verdicts, who signed, whether it ran."""
+    return {
+        "id": row.pk,
+        "tool": row.tool,
+        "tool_call_id": row.tool_call_id,
+        "payload": row.payload,
+        "reviewer_session": row.reviewer_session_id,
+        "reviewer_decision": row.reviewer_decision,
+        "decision": row.decision,
+        "decision_reason": row.decision_reason,
+        "human_approver": row.human_approver.get_username() if row.human_approver else None,
+        "human_decided_at": row.human_decided_at,
+        "created_at": row.created_at,
+        "decided_at": row.decided_at,
+        "executed_at": row.executed_at,
+    }
 
 
 def _call(row) -> dict:

@@ -144,6 +144,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
             return fragments.worker_started(self.turn, {**event, "started": tile["started"]}, self.chat.pk)
         if kind in ("worker.status", "worker.ended"):
             return self._tile_update(event)
+        if kind in ("proposal.pending", "proposal.decided"):
+            return fragments.proposal_event(self.turn, kind, event.get("proposal") or {})
         if kind == "turn.ended":
             html = fragments.turn_ended(self.turn, event, self.chat.pk)
             self.turn = None

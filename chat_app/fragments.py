@@ -159,3 +159,15 @@ def turn_ended(turn: int, event: dict, chat_session_id: int) -> str:
 
 def error_bubble(text: str) -> str:
     return _oob("_error_new.html", text=text)
+
+
+def proposal_card(card: dict, oob: bool = False) -> str:
+    """The dual-sign approval card (R16): what would change, where, why, and the reviewer's verdict."""
+    return _oob("_proposal.html", p=card, oob=oob)
+
+
+def proposal_event(turn: int, kind: str, card: dict) -> str:
+    """`proposal.pending` appends the card to the turn; `proposal.decided` redraws it in place."""
+    if kind == "proposal.pending":
+        return f'<div hx-swap-oob="beforeend:#activity-{turn}">{proposal_card(card)}</div>'
+    return proposal_card(card, oob=True)

@@ -17,7 +17,7 @@ from chat_app.rendering import render_markdown
 
 @dataclass
 class Item:
-    kind: str  # chip | tile | note
+    kind: str  # chip | tile | note | proposal
     at: object
     data: object
 
@@ -90,8 +90,19 @@ def build_turns(chat: ChatSession, last: int | None = None) -> list[Turn]:
     workers = ChatSession.objects.filter(parent_session=chat, created_at__gte=since).order_by("created_at")
     for worker in workers:
         owner(worker.created_at).items.append(Item("tile", worker.created_at, tile_from_row(worker)))
+    _add_proposals(chat, since, owner)
     for turn in turns:
         turn.items.sort(key=lambda item: item.at)
     if chat.status == SessionStatus.RUNNING:
         turns[-1].running = True
     return turns
+
+
+def _add_proposals(chat: ChatSession, since, owner) -> None:
+    """Dual-sign approval cards, so a reload shows the card (and its buttons while it waits)."""
+    from agents_app.models import MutatingProposal
+    from agents_app.proposals import card_data
+
+    cards = MutatingProposal.objects.filter(root_session=chat, requires_human=True, created_at__gte=since)
+    for proposal in cards.order_by("created_at"):
+        owner(proposal.created_at).items.append(Item("proposal", proposal.created_at, card_data(proposal)))

@@ -59,6 +59,9 @@ class Config:
     # USD per million tokens, {"model": {"input": x, "output": y}}; audit pages estimate cost with it.
     model_prices: dict = field(default_factory=lambda: dict(DEFAULT_MODEL_PRICES))
     audit_retention_days: int = 0  # 0 keeps audit data forever
+    review_timeout: float = 60.0
+    approval_timeout: float = 300.0
+    restartable_services: tuple[str, ...] = ("nginx", "apache2", "haproxy")
 
     @property
     def uses_redis(self) -> bool:
@@ -209,4 +212,7 @@ def load(env: Mapping[str, str] | None = None) -> Config:
         metrics_token=_optional(env, "ONGRID_METRICS_TOKEN"),
         model_prices=_model_prices(env),
         audit_retention_days=int(_number(env, "ONGRID_AUDIT_RETENTION_DAYS", 0, int, 0)),
+        review_timeout=_number(env, "ONGRID_REVIEW_TIMEOUT", 60.0, float, 1),
+        approval_timeout=_number(env, "ONGRID_APPROVAL_TIMEOUT", 300.0, float, 1),
+        restartable_services=tuple(_list(env, "ONGRID_RESTARTABLE_SERVICES", "nginx,apache2,haproxy")),
     )

@@ -56,6 +56,8 @@ class ToolOutcome:
 class GateDecision:
     approved: bool
     reason: str = ""
+    # Called once with the audit status after an approved call ran (the gate stamps `executed_at`).
+    on_executed: Callable[[str], Awaitable[None]] | None = field(default=None, compare=False)
 
 
 ReviewGate = Callable[[Tool, ToolContext, dict], Awaitable[GateDecision]]
@@ -179,9 +181,11 @@ async def _run(
         if cancel is not None and await cancel.poll():
             raise _Refusal("killed", f"Not run: the agent was stopped ({cancel.reason or 'stop requested'}).")
         arguments = parse_arguments(tool, arguments_raw)
-        if tool.mutates:
-            await _review(tool, ctx, arguments)
-        return await _execute(tool, ctx, arguments)
+        decision = await _review(tool, ctx, arguments) if tool.mutates else None
+        outcome = await _execute(tool, ctx, arguments)
+        if decision is not None and decision.on_executed is not None:
+            await _after_execution(tool, decision, outcome[0])
+        return outcome
     except _Refusal as refusal:
         return refusal.status, refusal.message, refusal.message
 
@@ -210,7 +214,14 @@ def parse_arguments(tool: Tool, arguments_raw: str) -> dict:
     return arguments
 
 
-async def _review(tool: Tool, ctx: ToolContext, arguments: dict) -> None:
+async def _after_execution(tool: Tool, decision: GateDecision, status: str) -> None:
+    try:
+        await decision.on_executed(status)
+    except Exception:  # the change happened; failing to record it must not hide its result
+        logger.exception("could not record the execution of %s", tool.name)
+
+
+async def _review(tool: Tool, ctx: ToolContext, arguments: dict) -> GateDecision:
     try:
         decision = await _review_gate(tool, ctx, arguments)
     except Exception as error:  # a broken gate refuses; it never lets the call through
@@ -218,6 +229,7 @@ async def _review(tool: Tool, ctx: ToolContext, arguments: dict) -> None:
         raise _Refusal("rejected", f"Rejected: the review gate failed ({error}).") from None
     if not decision.approved:
         raise _Refusal("rejected", f"Rejected by the review gate: {decision.reason or 'no reason given'}")
+    return decision
 
 
 async def _execute(tool: Tool, ctx: ToolContext, arguments: dict) -> tuple[str, str, str]:

@@ -1,0 +1,200 @@
+"""Every write to a `MutatingProposal` goes through these functions (R16).
+
+A proposal moves one way only: pending → approve | reject, and every transition is a
+conditional UPDATE on `decision = pending`, so a human's click, the gate's timeout and a second
+click racing each other (possibly in different processes) settle on exactly one outcome.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from asgiref.sync import sync_to_async
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from agents_app.models import MutatingProposal
+from chat_app.models import ChatSession
+from ops_app import roles
+from ops_app.tenancy import organization_of
+
+Decision = MutatingProposal.Decision
+POLL_SECONDS = 0.25
+
+
+class ProposalClosed(Exception):
+    """The proposal was already decided (or never needed a human), so this decision cannot apply."""
+
+
+def create_proposal(
+    *,
+    session_id: int,
+    tool_call_id: str,
+    tool: str,
+    tool_class: str,
+    persona: str,
+    permission_mode: str,
+    arguments: dict,
+    payload: dict,
+) -> MutatingProposal:
+    """Store the held call before anyone reviews it, under the session's organization and chat."""
+    session = ChatSession.objects.only("pk", "organization_id", "root_session_id").get(pk=session_id)
+    return MutatingProposal.objects.create(
+        organization_id=session.organization_id,
+        session_id=session.pk,
+        root_session_id=session.root_session_id or session.pk,
+        tool_call_id=tool_call_id[:200],
+        tool=tool[:200],
+        tool_class=tool_class,
+        persona=persona[:100],
+        permission_mode=permission_mode,
+        arguments=arguments,
+        payload=payload,
+        target=str(payload.get("target", ""))[:300],
+        requires_human=permission_mode == "dual-sign-required",
+    )
+
+
+def attach_reviewer(proposal_id: int, reviewer_session_id: int) -> None:
+    MutatingProposal.objects.filter(pk=proposal_id).update(reviewer_session_id=reviewer_session_id)
+
+
+def record_review(proposal_id: int, approved: bool, reason: str) -> MutatingProposal:
+    """The reviewer's verdict. A rejection is final; an approval is final unless a human must sign."""
+    with transaction.atomic():
+        proposal = MutatingProposal.objects.select_for_update().get(pk=proposal_id)
+        if proposal.decision != Decision.PENDING:
+            return proposal
+        proposal.reviewer_decision = Decision.APPROVE if approved else Decision.REJECT
+        proposal.reviewer_reason = reason
+        fields = ["reviewer_decision", "reviewer_reason"]
+        if not approved or not proposal.requires_human:
+            proposal.decision = proposal.reviewer_decision
+            proposal.decision_reason = reason
+            proposal.decided_at = timezone.now()
+            fields += ["decision", "decision_reason", "decided_at"]
+        proposal.save(update_fields=fields)
+        return proposal
+
+
+def reject(proposal_id: int, reason: str) -> bool:
+    """Reject a still-pending proposal (timeouts, spawn failures, stops). False if it was decided."""
+    return bool(
+        MutatingProposal.objects.filter(pk=proposal_id, decision=Decision.PENDING).update(
+            decision=Decision.REJECT, decision_reason=reason, decided_at=timezone.now()
+        )
+    )
+
+
+def may_sign(user: AbstractBaseUser, proposal: MutatingProposal) -> bool:
+    """The human half of dual sign: the chat's owner, or an org admin of the proposal's organization."""
+    if user is None or not user.is_authenticated:
+        return False
+    if proposal.root_session.user_id == user.pk:
+        return True
+    organization = organization_of(user)
+    return (
+        organization is not None
+        and organization.pk == proposal.organization_id
+        and user.groups.filter(name=roles.ORG_ADMIN).exists()
+    )
+
+
+def sign(
+    proposal: MutatingProposal, user: AbstractBaseUser, approve: bool, reason: str = ""
+) -> MutatingProposal:
+    """A human approves or rejects a proposal that the reviewer approved and that awaits them.
+
+    The caller has checked `may_sign`. Raises ProposalClosed when the proposal is not waiting
+    for a human (already decided, timed out, still with the reviewer, or single-sign).
+    """
+    now = timezone.now()
+    verdict = Decision.APPROVE if approve else Decision.REJECT
+    name = user.get_username()
+    reason = reason.strip()[:1000] or (f"approved by {name}" if approve else f"rejected by {name}")
+    updated = MutatingProposal.objects.filter(
+        pk=proposal.pk,
+        requires_human=True,
+        reviewer_decision=Decision.APPROVE,
+        decision=Decision.PENDING,
+    ).update(
+        human_decision=verdict,
+        human_approver=user,
+        human_decided_at=now,
+        decision=verdict,
+        decision_reason=reason,
+        decided_at=now,
+    )
+    proposal.refresh_from_db()
+    if not updated:
+        raise ProposalClosed(_why_closed(proposal))
+    return proposal
+
+
+def _why_closed(proposal: MutatingProposal) -> str:
+    if not proposal.requires_human:
+        return "This change does not need a human signature."
+    if proposal.decision != Decision.PENDING:
+        return f"This change was already decided: {proposal.get_decision_display().lower()}."
+    return "The reviewer has not approved this change yet."
+
+
+def mark_executed(proposal_id: int, status: str) -> bool:
+    """Stamp the single execution of an approved proposal. False if it was already stamped."""
+    return bool(
+        MutatingProposal.objects.filter(
+            pk=proposal_id, decision=Decision.APPROVE, executed_at__isnull=True
+        ).update(executed_at=timezone.now(), execution_status=status[:20])
+    )
+
+
+async def wait_for_human(
+    proposal_id: int, within: float, stopped=None, poll: float = POLL_SECONDS
+) -> MutatingProposal:
+    """Poll the row until a human decides, `stopped()` says the agent was stopped, or time runs out.
+
+    Polling the database (not an in-process event) is what makes a click served by another
+    process count. On timeout or stop the proposal is rejected here, unless a human got there first.
+    """
+    deadline = time.monotonic() + within
+    while True:
+        proposal = await MutatingProposal.objects.aget(pk=proposal_id)
+        if proposal.decision != Decision.PENDING:
+            return proposal
+        reason = ""
+        if stopped is not None and await stopped():
+            reason = "the agent was stopped while waiting for a human approval"
+        elif time.monotonic() >= deadline:
+            reason = f"no human approved it within {within:g}s"
+        if reason:
+            await areject(proposal_id, reason)
+            return await MutatingProposal.objects.aget(pk=proposal_id)
+        await asyncio.sleep(poll)
+
+
+def card_data(proposal: MutatingProposal) -> dict:
+    """What the approval card shows; also rebuilt from the row on page load (chat_app.transcript)."""
+    payload = proposal.payload or {}
+    return {
+        "id": proposal.pk,
+        "tool": proposal.tool,
+        "action": payload.get("action", proposal.tool),
+        "target": payload.get("target", ""),
+        "blast_radius": payload.get("blast_radius", ""),
+        "reason": payload.get("reason", ""),
+        "reviewer_decision": proposal.reviewer_decision,
+        "reviewer_reason": proposal.reviewer_reason,
+        "decision": proposal.decision,
+        "decision_reason": proposal.decision_reason,
+        "awaiting_human": proposal.awaiting_human,
+        "executed": proposal.executed_at is not None,
+    }
+
+
+acreate_proposal = sync_to_async(create_proposal)
+aattach_reviewer = sync_to_async(attach_reviewer)
+arecord_review = sync_to_async(record_review)
+areject = sync_to_async(reject)
+amark_executed = sync_to_async(mark_executed)
