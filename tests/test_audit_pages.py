@@ -227,3 +227,51 @@ def test_a_gated_call_shows_its_proposal_and_human_approver(org, member, auditor
     gated = next(e for e in tree["children"][0]["timeline"] if e.get("tool") == "host_restart_service")
     assert gated["proposal"]["id"] == stand_in.pk
     assert gated["proposal"]["user"] == {"id": org_admin.pk, "label": "oscar"}
+
+
+async def test_a_real_gated_write_hangs_its_reviewer_and_proposal_under_the_call(
+    org, member, auditor, agents_llm
+):
+    """Coordinator → disk and ops workers → the ops worker's acknowledge_incident passes the real
+    review gate (a reviewer session approves) → the audit page shows it all where it belongs."""
+    from tests.support.gate import ack_arguments, make_incident
+
+    incident = await sync_to_async(make_incident)(org)
+    chat = await sync_to_async(services.start_chat)(member)
+    agents_llm.add(
+        "default",
+        tool_calls(
+            dispatch("specialist-disk", "On web-01 find what fills /var.", "Disk usage on web-01", "d1"),
+            dispatch("specialist-ops", f"Acknowledge incident {incident.pk}.", "Ack the incident", "o1"),
+        ),
+        text("Disk checked and the incident acknowledged after review."),
+    )
+    agents_llm.add("specialist-disk", text("/var/log holds 38G of rotated logs"))
+    agents_llm.add(
+        "specialist-ops",
+        tool_calls(call("acknowledge_incident", ack_arguments(incident), id="ack-1")),
+        text("Acknowledged."),
+    )
+    agents_llm.add("reviewer", text("Decision: approve\nSOP: RB-12 covers acknowledging\nRollback: re-open"))
+    await services.abegin_turn(chat.pk, "check the disk and acknowledge the incident")
+    assert (await Runtime().run_turn(chat.pk)).status == "completed"
+
+    def check() -> None:
+        ops = ChatSession.objects.get(parent_session=chat, agent_id="specialist-ops")
+        reviewer = ChatSession.objects.get(root_session=chat, agent_id="reviewer")
+        gated = AuditLog.objects.get(session=ops, tool="acknowledge_incident")
+        assert reviewer.parent_session_id == ops.pk and gated.status == "ok"
+        client = login(auditor)
+        html = client.get(reverse("audit-session", args=[chat.pk])).content.decode()
+        assert len(set(session_ids(html))) == 4  # coordinator, two workers, the reviewer
+        call_at = html.index(f'data-call="{gated.pk}"')
+        reviewer_at = html.index(f'id="session-{reviewer.pk}"')
+        assert html.index(f'id="session-{ops.pk}"') < call_at < reviewer_at
+        detail = client.get(reverse("audit-call", args=[gated.pk])).content.decode()
+        proposal = detail[detail.index('<div class="proposal">') :]
+        assert "<dt>decision</dt><dd>approve</dd>" in proposal
+        assert f"<dt>target</dt><dd>incident:{incident.pk}</dd>" in proposal
+        assert f"<dt>reviewer_session</dt><dd>reviewer #{reviewer.pk}" in proposal
+        assert "<dt>executed_at</dt><dd>—</dd>" not in proposal
+
+    await sync_to_async(check)()
