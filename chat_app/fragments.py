@@ -85,10 +85,8 @@ def tool_started(turn: int, event: dict) -> str:
     return _oob("_chip_new.html", turn=turn, chip=chip)
 
 
-def tool_ended(turn: int, event: dict) -> str:
-    if event.get("name") in CONTROL_TOOLS:
-        return control_outcome(turn, event)
-    chip = chip_context(
+def _finished_chip(event: dict) -> dict:
+    return chip_context(
         event["call_id"],
         event["name"],
         event.get("arguments_raw", ""),
@@ -96,7 +94,12 @@ def tool_ended(turn: int, event: dict) -> str:
         event.get("content", ""),
         event.get("duration_ms"),
     )
-    return _oob("_chip.html", chip=chip, oob=True)
+
+
+def tool_ended(turn: int, event: dict) -> str:
+    if event.get("name") in CONTROL_TOOLS:
+        return control_outcome(turn, event)
+    return _oob("_chip.html", chip=_finished_chip(event), oob=True)
 
 
 def control_outcome(turn: int, event: dict) -> str:
@@ -104,15 +107,7 @@ def control_outcome(turn: int, event: dict) -> str:
     dispatch is shown plainly rather than silently."""
     if event.get("status") in ("ok", "killed"):
         return ""
-    chip = chip_context(
-        event["call_id"],
-        event["name"],
-        event.get("arguments_raw", ""),
-        event.get("status", ""),
-        event.get("content", ""),
-        event.get("duration_ms"),
-    )
-    return _oob("_chip_new.html", turn=turn, chip=chip)
+    return _oob("_chip_new.html", turn=turn, chip=_finished_chip(event))
 
 
 def note(turn: int, text: str) -> str:
