@@ -198,3 +198,21 @@ def test_builtin_personas_route_the_demo_questions():
         "is the TLS certificate of shop.example.com about to expire? probe https": "specialist-network",
     }
     assert {q: best_specialist(q, catalog).name for q in expected} == expected
+
+
+def test_tool_results_are_summarised_as_readable_bullets():
+    from agents_app.llm.offline import describe
+
+    content = json.dumps(
+        {
+            "incident": {"id": 1, "title": "Checkout returns 502", "severity": "critical"},
+            "alerts": [{"name": f"Alert{i}", "severity": "high"} for i in range(5)],
+            "total": 5,
+        }
+    )
+    assert describe(content) == [
+        "- incident: Checkout returns 502 (critical)",
+        "- alerts: Alert0 (high); Alert1 (high); Alert2 (high) (+2 more)",
+        "- total: 5",
+    ]
+    assert describe("plain\n\ntext output") == ["- plain", "- text output"]

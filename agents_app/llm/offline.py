@@ -300,13 +300,51 @@ def summarise(results: list[tuple[str, str]]) -> str:
     if results and all(name == "AgentTool" for name, _ in results):
         body = "\n\n".join(_worker_report(content)[:3000] for _, content in results)
         return f"Here is what the specialist found:\n\n{body}\n\n{LABEL}"
-    lines = [f"I ran {len(results)} tool call(s). What they returned:"]
+    lines = [f"I ran {len(results)} tool call(s). What they returned:", ""]
     for name, content in results:
-        excerpt = [line.strip() for line in content.splitlines() if line.strip()][:6]
-        shown = "\n  ".join(excerpt)[:600] or "(empty result)"
-        lines.append(f"- `{name}`:\n  {shown}")
+        lines.append(f"**`{name}`**")
+        lines.extend(describe(content))
+        lines.append("")
     lines.append(LABEL)
     return "\n".join(lines)
+
+
+_LABEL_KEYS = ("title", "name", "summary", "event", "path", "message", "line", "resource_name", "status")
+MAX_FIELDS, MAX_ITEMS, MAX_TEXT = 8, 3, 160
+
+
+def _label(value: Any) -> str:
+    """One short line for a value: a record's title/name/… rather than its whole JSON."""
+    if isinstance(value, dict):
+        for key in _LABEL_KEYS:
+            if value.get(key) not in (None, "", [], {}):
+                extra = next((value[k] for k in ("size", "severity", "at", "started_at") if k in value), None)
+                text = f"{value[key]}" + (f" ({extra})" if extra not in (None, "") else "")
+                return text[:MAX_TEXT]
+        return json.dumps(value, ensure_ascii=False)[:MAX_TEXT]
+    if isinstance(value, list):
+        return f"{len(value)} item(s)"
+    return str(value)[:MAX_TEXT]
+
+
+def describe(content: str) -> list[str]:
+    """A tool result as a few Markdown bullets a person can read; plain text is excerpted."""
+    try:
+        data = json.loads(content)
+    except ValueError:
+        excerpt = [line.strip() for line in content.splitlines() if line.strip()][:6]
+        return [f"- {line[:MAX_TEXT]}" for line in excerpt] or ["- (empty result)"]
+    if not isinstance(data, dict):
+        data = {"result": data}
+    bullets = []
+    for key, value in list(data.items())[:MAX_FIELDS]:
+        if isinstance(value, list):
+            shown = "; ".join(_label(item) for item in value[:MAX_ITEMS])
+            more = f" (+{len(value) - MAX_ITEMS} more)" if len(value) > MAX_ITEMS else ""
+            bullets.append(f"- {key}: {shown or 'none'}{more}")
+        else:
+            bullets.append(f"- {key}: {_label(value)}")
+    return bullets or ["- (empty result)"]
 
 
 def respond(messages: list[dict], tools: list[dict]) -> LLMCompletion:
