@@ -87,7 +87,9 @@ def build_turns(chat: ChatSession, last: int | None = None) -> list[Turn]:
             call.duration_ms,
         )
         owner(call.started_at).items.append(Item("chip", call.started_at, chip))
-    workers = ChatSession.objects.filter(parent_session=chat, created_at__gte=since).order_by("created_at")
+    # Every agent of the tree, not only direct children: a reviewer spawned under a worker's gated
+    # call shows as a tile after a reload just as it did live.
+    workers = ChatSession.objects.filter(root_session=chat, created_at__gte=since).order_by("created_at")
     for worker in workers:
         owner(worker.created_at).items.append(Item("tile", worker.created_at, tile_from_row(worker)))
     _add_proposals(chat, since, owner)

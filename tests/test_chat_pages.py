@@ -30,6 +30,8 @@ def test_saved_transcript_renders_answer_notes_chips_and_tiles(client, member, c
     services.append_message(chat.pk, "assistant", "Dispatching now.", kind="note")
     worker = services.open_worker_session(chat, "specialist-disk", "Disk on web-01", "brief", "call-1")
     services.close_session(worker.pk, "completed", result="**38G** in /var/log")
+    reviewer = services.open_worker_session(worker, "reviewer", "Review: restart nginx", "proposal", "w1")
+    services.close_session(reviewer.pk, "completed", result="Decision: approve")
     AuditLog.objects.create(
         organization=chat.organization,
         session=chat,
@@ -49,6 +51,7 @@ def test_saved_transcript_renders_answer_notes_chips_and_tiles(client, member, c
     assert "what fills /var?" in page and "Dispatching now." in page
     assert 'id="chip-c0"' in page and "status=firing" in page and "&lt;b&gt;[]&lt;/b&gt;" in page
     assert 'id="tile-' in page and "Disk on web-01" in page and "<strong>38G</strong>" in page
+    assert f'id="tile-{reviewer.pk}"' in page and "Review: restart nginx" in page  # a grandchild too
     assert "Your <strong>logs</strong> are big." in page
 
 
