@@ -302,7 +302,7 @@ def summarise(results: list[tuple[str, str]]) -> str:
         return f"Here is what the specialist found:\n\n{body}\n\n{LABEL}"
     lines = [f"I ran {len(results)} tool call(s). What they returned:", ""]
     for name, content in results:
-        lines.append(f"**`{name}`**")
+        lines.extend([f"**`{name}`**", ""])  # the blank line makes the bullets a Markdown list
         lines.extend(describe(content))
         lines.append("")
     lines.append(LABEL)
