@@ -13,7 +13,7 @@ from django.urls import path, reverse
 from agents_app import registry, user_agents
 from agents_app.forms import ImportForm, UserAgentForm
 from agents_app.models import MutatingProposal, UserAgent
-from ops_app.admin_mixins import TenantScopedAdmin
+from ops_app.admin_mixins import ReadOnlyTenantAdmin, TenantScopedAdmin
 from ops_app.tenancy import organization_of, sees_all_tenants
 
 
@@ -134,7 +134,7 @@ def _messages_of(exc: ValidationError) -> list[str]:
 
 
 @admin.register(MutatingProposal)
-class MutatingProposalAdmin(TenantScopedAdmin):
+class MutatingProposalAdmin(ReadOnlyTenantAdmin):
     """Proposals are evidence of who allowed which change: listed and inspected, never edited here."""
 
     list_display = ("created_at", "tool", "target", "persona", "decision", "human_approver", "executed_at")
@@ -143,12 +143,3 @@ class MutatingProposalAdmin(TenantScopedAdmin):
     date_hierarchy = "created_at"
     list_select_related = ("human_approver",)
     raw_id_fields = ("session", "root_session", "reviewer_session", "human_approver")
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False

@@ -6,11 +6,13 @@ class AgentsAppConfig(AppConfig):
     verbose_name = "Agents"
 
     def ready(self) -> None:
+        # Imported here, not at the top: these modules use models, which load after app configs.
         from agents_app import user_agents
+        from agents_app.review_gate import ReviewGate
+        from agents_app.runtime import get_runtime
+        from agents_app.tools.invoke import set_review_gate
 
         user_agents.connect_signals()
-        # Every process that can run an agent gets the real review gate (R16), never the default.
-        from agents_app.tools.invoke import set_review_gate
-        from agents_app.tools.review_gate import review_gate
-
-        set_review_gate(review_gate)
+        # Every process that can run an agent gets the real review gate, never the refuse-all
+        # default (docs/review-gate.md).
+        set_review_gate(ReviewGate(get_runtime()))

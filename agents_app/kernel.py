@@ -6,9 +6,9 @@ model answers without tools, the turn limit or the tool budget is reached, the r
 or the LLM fails for good. Model misbehaviour (bad JSON, unknown tools, tools that crash or hang)
 becomes a tool result the model reads, never an exception out of the loop.
 
-The kernel knows nothing about sessions, websockets or Celery: it talks to the outside through
-the event sink and the cancel token, and returns the messages it appended so the runtime can
-persist them.
+The kernel knows nothing about sessions, websockets, Celery or the audit tables: it talks to the
+outside through the event sink, the cancel token and the LLM-call recorder the runtime hands it,
+and returns the messages it appended so the runtime can persist them.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from agents_app import metrics
+from agents_app.cancel import CancelToken
 from agents_app.events import Error, EventSink, Final, TextDelta, ToolEnd, ToolStart
 from agents_app.llm.base import LLMCompletion, LLMDelta, LLMError, LLMProvider, ToolCall
 from agents_app.personas import Persona, Skill
@@ -35,44 +36,10 @@ logger = logging.getLogger(__name__)
 
 COMPLETED, FAILED, KILLED, BUDGET_EXHAUSTED = "completed", "failed", "killed", "budget_exhausted"
 
-StopCheck = Callable[[], Awaitable[str | bool | None]]
-
-
-class CancelToken:
-    """A stop request for one run, checked before every LLM call and every tool call.
-
-    `cancel(reason)` stops it from inside the process. `check` is an optional async hook the
-    runtime plugs a cross-process stop flag into (a database column, a Redis key): it returns a
-    truthy value (ideally the reason) when the run must stop.
-    """
-
-    def __init__(self, check: StopCheck | None = None):
-        self.check = check
-        self._reason: str | None = None
-
-    @property
-    def cancelled(self) -> bool:
-        return self._reason is not None
-
-    @property
-    def reason(self) -> str | None:
-        return self._reason
-
-    def cancel(self, reason: str = "stop requested") -> None:
-        if self._reason is None:
-            self._reason = reason or "stop requested"
-
-    async def poll(self) -> bool:
-        """True when the run must stop; consults the cross-process hook if one is plugged in."""
-        if self._reason is None and self.check is not None:
-            try:
-                verdict = await self.check()
-            except Exception:
-                logger.exception("the stop-flag check failed; the run goes on")
-                verdict = None
-            if verdict:
-                self.cancel(verdict if isinstance(verdict, str) else "stop requested")
-        return self.cancelled
+# Called once per model request with keyword fields (organization_id, session_id, persona,
+# provider, model, usage, latency_ms, finish_reason, error, started_at); the runtime passes
+# `audit_app.recorder.record_llm_call`.
+LLMRecorder = Callable[..., Awaitable[object]]
 
 
 @dataclass
@@ -97,11 +64,13 @@ async def run_agent(
     skills: Iterable[Skill] = (),
     catalog: str | None = None,
     model: str | None = None,
+    recorder: LLMRecorder | None = None,
 ) -> AgentResult:
     """Run one agent turn to its end; never raises for LLM or tool misbehaviour."""
     run = _AgentRun(
         persona, messages, tools, ctx, provider, sink, cancel, base_prompt, skills, catalog, model
     )
+    run.recorder = recorder
     return await run.execute()
 
 
@@ -128,6 +97,7 @@ class _AgentRun:
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0, "llm_calls": 0, "tool_calls": 0}
         self.max_turns = max(1, persona.max_turns or 1)
         self.budget = persona.max_tool_calls
+        self.recorder: LLMRecorder | None = None
 
     async def execute(self) -> AgentResult:
         try:
@@ -192,26 +162,20 @@ class _AgentRun:
         self.usage["prompt_tokens"] += usage.get("prompt_tokens", 0)
         self.usage["completion_tokens"] += usage.get("completion_tokens", 0)
         metrics.record_llm(self.model, "error" if error else "ok", seconds, usage)
-        if not self.ctx.organization_id:
+        if self.recorder is None or not self.ctx.organization_id:
             return
-        try:
-            from audit_app.models import LLMCall
-
-            await LLMCall.objects.acreate(
-                organization_id=self.ctx.organization_id,
-                session_id=self.ctx.session_id,
-                persona=self.persona.name[:100],
-                provider=self.provider.name,
-                model=(completion.model if completion and completion.model else self.model)[:200],
-                prompt_tokens=usage.get("prompt_tokens", 0),
-                completion_tokens=usage.get("completion_tokens", 0),
-                latency_ms=int(seconds * 1000),
-                finish_reason=(completion.finish_reason if completion else "")[:40],
-                error=error,
-                started_at=started_at,
-            )
-        except Exception:
-            logger.exception("could not record the LLM call")
+        await self.recorder(
+            organization_id=self.ctx.organization_id,
+            session_id=self.ctx.session_id,
+            persona=self.persona.name,
+            provider=self.provider.name,
+            model=completion.model if completion and completion.model else self.model,
+            usage=usage,
+            latency_ms=int(seconds * 1000),
+            finish_reason=completion.finish_reason if completion else "",
+            error=error,
+            started_at=started_at,
+        )
 
     # -- tools -----------------------------------------------------------------------------------
 

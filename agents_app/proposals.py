@@ -175,7 +175,7 @@ async def wait_for_human(
 
 
 def card_data(proposal: MutatingProposal) -> dict:
-    """What the approval card shows; also rebuilt from the row on page load (chat_app.transcript)."""
+    """What the approval card shows; also rebuilt from the row on page load (web_app.chat.transcript)."""
     payload = proposal.payload or {}
     return {
         "id": proposal.pk,

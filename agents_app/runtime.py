@@ -1,34 +1,31 @@
-"""The multi-agent runtime: one coordinator per chat session, N parallel workers, no nesting.
+"""The multi-agent runtime: the lifecycle of a turn, one coordinator per chat session, N parallel
+workers, no nesting.
 
-`Runtime.run_turn` runs the coordinator's ReAct loop over the persisted history. Its control
-tools (AgentTool, SendMessage, TaskStop) are closures bound to the turn, so a worker can never
-reach them: workers get a toolbag built without them (R9). Every session row is written before
-its agent runs and closed on every terminal path, crashes and cancellation included (R12).
-Events go to the channel-layer group of the root session and to any local listener.
+`Runtime.run_turn` runs the coordinator's ReAct loop over the persisted history with the
+control tools of `control_tools` bound to the turn; workers get a toolbag built without them.
+Every session row is written before its agent runs and closed on every terminal path, crashes and
+cancellation included (docs/runtime.md, "Worker lifecycle"). Events leave through `publishing`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass, field, is_dataclass
-from typing import Any
+from dataclasses import dataclass
 
-from channels.layers import get_channel_layer
-
-from agents_app import dedupe
+from agents_app import control_tools
+from agents_app.cancel import CancelToken
 from agents_app.catalog import agent_catalog
-from agents_app.kernel import AgentResult, CancelToken, run_agent
+from agents_app.kernel import AgentResult, run_agent
 from agents_app.llm import get_provider
 from agents_app.personas import COORDINATOR, REVIEWER, Persona
-from agents_app.redirect_stubs import STUBS, redirect_payload
+from agents_app.publishing import KernelSink, Listener, Publisher
+from agents_app.redirect_stubs import STUBS
 from agents_app.registry import aget_registry, get_skill_registry
 from agents_app.toolbag import build_toolbag
-from agents_app.tools.base import Tool, ToolContext, ToolError, ToolResult, load_builtin_tools
+from agents_app.tools.base import Tool, ToolContext, ToolError, load_builtin_tools
+from audit_app.recorder import record_llm_call
 from chat_app import services
-from chat_app.groups import session_group
 from chat_app.models import ChatMessage, ChatSession, MessageKind, MessageRole, SessionStatus
 
 log = logging.getLogger(__name__)
@@ -37,58 +34,6 @@ HISTORY_LIMIT = 50
 STOP_POLL_SECONDS = 1.0
 HEARTBEAT_EVERY = 30  # polls
 NOT_DISPATCHABLE = (COORDINATOR, REVIEWER)
-
-Listener = Callable[[dict], Awaitable[None]]
-
-
-def _jsonable(value: Any) -> Any:
-    return json.loads(json.dumps(value, default=str))
-
-
-@dataclass
-class Publisher:
-    """Sends runtime events to every open websocket of the root session, and to local listeners."""
-
-    root_session_id: int
-    listeners: list[Listener] = field(default_factory=list)
-
-    async def publish(self, event: dict) -> None:
-        event = _jsonable(event)
-        layer = get_channel_layer()
-        if layer is not None:
-            try:
-                await layer.group_send(
-                    session_group(self.root_session_id), {"type": "turn.event", "event": event}
-                )
-            except Exception:  # noqa: BLE001 - a broken layer must not kill the turn
-                log.exception("could not publish %s", event.get("event"))
-        for listener in self.listeners:
-            await listener(event)
-
-
-@dataclass
-class KernelSink:
-    """Adapts kernel events to runtime events for one agent session."""
-
-    publisher: Publisher
-    session_id: int
-    is_worker: bool
-
-    async def emit(self, event: Any) -> None:
-        kind = type(event).__name__
-        data = asdict(event) if is_dataclass(event) else dict(event)
-        if self.is_worker and kind == "TextDelta":
-            return  # the user never sees a worker's raw transcript (R20)
-        names = {
-            "TextDelta": "text.delta",
-            "ToolStart": "tool.started",
-            "ToolEnd": "tool.ended",
-            "Final": "agent.final",
-            "Error": "agent.error",
-        }
-        await self.publisher.publish(
-            {"event": names.get(kind, kind), "session": self.session_id, "worker": self.is_worker, **data}
-        )
 
 
 @dataclass
@@ -172,6 +117,7 @@ class Runtime:
             skills=self._skills(persona),
             catalog=catalog,
             model=persona.model,
+            recorder=record_llm_call,
         )
         await self._persist(session.pk, result.new_messages)
         return result
@@ -308,6 +254,7 @@ class Runtime:
             cancel=token,
             skills=self._skills(persona),
             model=persona.model,
+            recorder=record_llm_call,
         )
         await self._persist(worker.pk, result.new_messages)
         status = {
@@ -392,16 +339,16 @@ class Runtime:
         control = {t.name: t for t in self._control_tools(session, publisher, specialists)}
         bag = build_toolbag(persona, {**load_builtin_tools(), **control}, coordinator=True)
         present = {t.name for t in bag}
-        bag += [_stub_tool(stub) for stub in STUBS if stub.name not in present]
+        bag += [control_tools.stub_tool(stub) for stub in STUBS if stub.name not in present]
         return bag
 
     def _control_tools(
         self, session: ChatSession, publisher: Publisher, specialists: list[str]
     ) -> list[Tool]:
         return [
-            agent_tool(self, session, publisher, specialists),
-            send_message_tool(session, publisher),
-            task_stop_tool(self, session),
+            control_tools.agent_tool(self, session, publisher, specialists),
+            control_tools.send_message_tool(session, publisher),
+            control_tools.task_stop_tool(self, session),
         ]
 
 
@@ -414,130 +361,6 @@ async def _stop_flagged(ids: list[int]) -> list[int]:
             "pk", flat=True
         )
     ]
-
-
-# ---- control tools (coordinator only) ------------------------------------------------------------
-
-AGENT_TOOL_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "description": {"type": "string", "description": "One-line summary of the task, shown on the tile."},
-        "subagent_type": {"type": "string", "description": "Name of the specialist persona to dispatch."},
-        "prompt": {
-            "type": "string",
-            "description": "The complete, self-contained brief. The worker cannot see this conversation: "
-            "include ids, device names, times and the user's exact words.",
-        },
-    },
-    "required": ["description", "subagent_type", "prompt"],
-}
-
-
-def agent_tool(runtime: Runtime, session: ChatSession, publisher: Publisher, specialists: list[str]) -> Tool:
-    valid = ", ".join(sorted(specialists)) or "(none)"
-
-    async def handler(
-        ctx: ToolContext, description: str = "", subagent_type: str = "", prompt: str = "", **extra
-    ):
-        if extra:
-            raise ToolError(
-                f"AgentTool takes only description, subagent_type and prompt; got {sorted(extra)}."
-            )
-        if not (description and subagent_type and prompt):
-            raise ToolError("AgentTool needs description, subagent_type and prompt, all non-empty.")
-        if subagent_type not in specialists:
-            raise ToolError(f"Unknown subagent_type {subagent_type!r}. Valid values: {valid}.")
-        key = dedupe.dispatch_key(session.root_session_id or session.pk, subagent_type, prompt)
-        previous = dedupe.DISPATCHES.get(key)
-        if previous is not None:
-            return ToolResult(
-                {
-                    "status": "deduped",
-                    "hint": "You already dispatched this exact task in the last 120 s; "
-                    "here is its result. Do not dispatch it again.",
-                    "task_id": previous.worker_session_id,
-                    "worker_status": previous.status,
-                    "result": previous.text,
-                },
-                status="deduped",
-            )
-        outcome = await runtime.spawn_worker(
-            session, subagent_type, description, prompt, publisher, tool_call_id=ctx.tool_call_id
-        )
-        if outcome.status != SessionStatus.KILLED:
-            dedupe.DISPATCHES.put(key, outcome.session_id, outcome.status, outcome.text or outcome.error)
-        payload = {"task_id": outcome.session_id, "status": outcome.status, "result": outcome.text}
-        if outcome.error:
-            payload["error"] = outcome.error
-        status = {"completed": "ok", "killed": "killed"}.get(outcome.status, "error")
-        return ToolResult(payload, status=status)
-
-    return Tool(
-        "AgentTool",
-        "Dispatch a specialist worker for deep work (5+ inspection calls, host-side tools, cross-host or "
-        "cross-signal analysis). Blocks until the worker finishes and returns its answer. "
-        f"Valid subagent_type values: {valid}.",
-        AGENT_TOOL_SCHEMA,
-        handler,
-        "read",
-        timeout=900.0,
-    )
-
-
-def send_message_tool(session: ChatSession, publisher: Publisher) -> Tool:
-    async def handler(ctx: ToolContext, message: str = ""):
-        if not message.strip():
-            raise ToolError("SendMessage needs a non-empty message.")
-        note = await services.aappend_message(
-            session.pk, MessageRole.ASSISTANT, message, kind=MessageKind.NOTE
-        )
-        await publisher.publish(
-            {"event": "note", "session": session.pk, "text": message, "message_id": note.pk}
-        )
-        return "Delivered to the user. Continue the turn."
-
-    schema = {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]}
-    return Tool(
-        "SendMessage",
-        "Send an intermediate message to the user without ending the turn.",
-        schema,
-        handler,
-        "read",
-    )
-
-
-def task_stop_tool(runtime: Runtime, session: ChatSession) -> Tool:
-    async def handler(ctx: ToolContext, task_id: int | str = ""):
-        try:
-            worker_id = int(task_id)
-        except (TypeError, ValueError):
-            raise ToolError("task_id must be the worker's session id (a number).") from None
-        worker = await ChatSession.objects.filter(
-            pk=worker_id, root_session_id=session.root_session_id or session.pk
-        ).afirst()
-        if worker is None:
-            raise ToolError(f"No worker {worker_id} in this chat.")
-        if worker.closed_at is not None:
-            return {"task_id": worker_id, "status": worker.status, "note": "already finished"}
-        await runtime.stop_worker(worker_id)
-        return {"task_id": worker_id, "status": "stopping"}
-
-    schema = {"type": "object", "properties": {"task_id": {"type": "integer"}}, "required": ["task_id"]}
-    return Tool("TaskStop", "Stop a running worker by its task_id (idempotent).", schema, handler, "read")
-
-
-def _stub_tool(stub) -> Tool:
-    async def handler(ctx: ToolContext, **arguments):
-        return ToolResult(redirect_payload(stub, arguments), status="redirect")
-
-    schema = {"type": "object", "properties": {}, "additionalProperties": True}
-    return Tool(
-        stub.name,
-        f"Not available to the coordinator: dispatch {stub.specialist} via AgentTool.",
-        schema,
-        handler,
-        "read",
-    )
 
 
 _runtime: Runtime | None = None

@@ -5,21 +5,8 @@ record); the chat UI and the retention purge are the only ways sessions go away.
 from django.contrib import admin
 
 from audit_app.models import AuditLog, LLMCall
-from audit_app.tree import proposal_model
 from chat_app.models import ChatSession
-from ops_app.admin_mixins import TenantScopedAdmin
-from ops_app.tenancy import sees_all_tenants
-
-
-class ReadOnlyTenantAdmin(TenantScopedAdmin):
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
+from ops_app.admin_mixins import ReadOnlyTenantAdmin
 
 
 @admin.register(AuditLog)
@@ -57,18 +44,3 @@ class ChatSessionAdmin(ReadOnlyTenantAdmin):
     date_hierarchy = "created_at"
     list_select_related = ("user",)
     raw_id_fields = ("user", "parent_session", "root_session")
-
-
-class ProposalAdmin(ReadOnlyTenantAdmin):
-    """The review gate's proposals (registered only when the gate's model exists)."""
-
-    def get_queryset(self, request):
-        rows = admin.ModelAdmin.get_queryset(self, request)
-        if hasattr(rows, "for_user"):
-            return rows.for_user(request.user)
-        return rows if sees_all_tenants(request.user) else rows.none()
-
-
-_proposals = proposal_model()
-if _proposals is not None and not admin.site.is_registered(_proposals):
-    admin.site.register(_proposals, ProposalAdmin)

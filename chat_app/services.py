@@ -86,23 +86,49 @@ def title_from(text: str) -> str:
     return first if len(first) <= 80 else first[:77].rstrip() + "…"
 
 
+class TurnInProgress(Exception):
+    """The session is already running a turn; a chat takes one message at a time."""
+
+
 def begin_turn(session_id: int, user_text: str) -> ChatMessage:
-    """Persist the user's message and mark the coordinator session running in this process."""
+    """Persist the user's message and mark the coordinator session running in this process.
+
+    The session row is locked first, so two messages racing into one chat start one turn and the
+    other gets `TurnInProgress` (the API answers 409).
+    """
+    text = user_text.strip()
+    if not text:
+        raise ValueError("The message is empty.")
     now = timezone.now()
-    session = ChatSession.objects.get(pk=session_id)
-    fields = {
-        "status": SessionStatus.RUNNING,
-        "owner": process_identity(),
-        "heartbeat_at": now,
-        "stop_requested_at": None,
-        "error": "",
-    }
-    if not session.title:
-        fields["title"] = title_from(user_text)
-    if session.started_at is None:
-        fields["started_at"] = now
-    ChatSession.objects.filter(pk=session_id).update(**fields)
-    return append_message(session_id, MessageRole.USER, user_text)
+    with transaction.atomic():
+        session = ChatSession.objects.select_for_update().get(pk=session_id)
+        if session.status == SessionStatus.RUNNING:
+            raise TurnInProgress("A turn is already running in this chat; wait for it or press Stop.")
+        fields = {
+            "status": SessionStatus.RUNNING,
+            "owner": process_identity(),
+            "heartbeat_at": now,
+            "stop_requested_at": None,
+            "error": "",
+        }
+        if not session.title:
+            fields["title"] = title_from(text)
+        if session.started_at is None:
+            fields["started_at"] = now
+        ChatSession.objects.filter(pk=session_id).update(**fields)
+        return append_message(session_id, MessageRole.USER, text)
+
+
+def rename_chat(session: ChatSession, title: str) -> ChatSession:
+    """A user's new title for their chat; blank keeps the old one."""
+    session.title = title.strip()[:200] or session.title
+    session.save(update_fields=["title", "updated_at"])
+    return session
+
+
+def delete_chat(session: ChatSession) -> None:
+    """Remove a chat with its workers and messages (the caller stops its turn first)."""
+    session.delete()
 
 
 def end_turn(session_id: int, *, error: str = "", usage: dict | None = None) -> None:
@@ -254,6 +280,8 @@ def _as_openai(row: dict) -> dict:
 
 
 abegin_turn = sync_to_async(begin_turn)
+arename_chat = sync_to_async(rename_chat)
+adelete_chat = sync_to_async(delete_chat)
 aend_turn = sync_to_async(end_turn)
 aappend_message = sync_to_async(append_message)
 aopen_worker_session = sync_to_async(open_worker_session)

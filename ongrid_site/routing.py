@@ -1,5 +1,5 @@
 """Websocket routes of every app, gathered in one list for the ASGI router."""
 
-from chat_app.routing import websocket_urlpatterns as chat_routes
+from web_app.routing import websocket_urlpatterns as chat_routes
 
 websocket_urlpatterns = [*chat_routes]

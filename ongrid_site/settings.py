@@ -34,6 +34,7 @@ INSTALLED_APPS = [
     "agents_app",
     "chat_app",
     "audit_app",
+    "web_app",
 ]
 
 MIDDLEWARE = [
@@ -64,7 +65,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "ops_app.context_processors.ongrid",
-                "audit_app.context_processors.audit",
+                "web_app.audit.context_processors.audit",
             ],
         },
     },

@@ -14,7 +14,6 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/", include("rest_framework.urls")),
     path("", include("agents_app.urls")),
-    path("", include("chat_app.urls")),
-    path("", include("audit_app.urls")),
+    path("", include("web_app.urls")),
     path("", include("ops_app.urls")),
 ]

@@ -38,3 +38,17 @@ class TenantScopedAdmin(admin.ModelAdmin):
                 raise PermissionDenied("You belong to no organization.")
             obj.organization = organization
         super().save_model(request, obj, form, change)
+
+
+class ReadOnlyTenantAdmin(TenantScopedAdmin):
+    """Rows that are evidence (audit calls, LLM calls, proposals, session rows): listed and
+    inspected, never added, edited or deleted here, superusers included."""
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False

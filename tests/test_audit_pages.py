@@ -218,7 +218,7 @@ def test_a_gated_call_shows_its_proposal_and_human_approver(org, member, auditor
         status="ok",
         started_at=write.started_at,
     )
-    monkeypatch.setattr("audit_app.tree.proposal_model", lambda: ProposalStandIn)
+    monkeypatch.setattr("web_app.tree.proposal_model", lambda: ProposalStandIn)
     client = login(auditor)
     html = client.get(reverse("audit-call", args=[write.pk])).content.decode()
     proposal = html[html.index('<div class="proposal">') :]

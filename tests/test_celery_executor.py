@@ -14,10 +14,10 @@ from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 
+from agents_app.turns import astart_turn
 from chat_app import services
 from chat_app.groups import session_group
 from chat_app.models import ChatSession, SessionStatus
-from chat_app.turns import astart_turn
 from tests.fake_llm import call, text, tool_calls
 from tests.services import require
 from tests.support.django_subprocess import ROOT, child_env

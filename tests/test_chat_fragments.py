@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from chat_app import fragments
-from chat_app.charts import chart_for_tool, series_label
+from web_app.charts import chart_for_tool, series_label
+from web_app.chat import fragments
 
 RANGE_RESULT = {
     "resultType": "matrix",

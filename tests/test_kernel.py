@@ -8,9 +8,11 @@ import json
 import pytest
 
 from agents_app.events import Error, Final, ListSink, TextDelta, ToolEnd, ToolStart
-from agents_app.kernel import CancelToken, run_agent
+from agents_app.cancel import CancelToken
+from agents_app.kernel import run_agent
 from agents_app.tools.base import ToolResult
 from audit_app.models import AuditLog, LLMCall
+from audit_app.recorder import record_llm_call
 from chat_app.models import ChatSession
 from tests.fake_llm import call, error, text, tool_calls
 from tests.support.agents import context, make_tool, persona, provider_for
@@ -37,6 +39,7 @@ async def run(fake, org, session=None, *, who=None, tools=(), cancel=None, sink=
         provider=options.pop("provider", None) or provider_for(fake),
         sink=sink,
         cancel=cancel or CancelToken(),
+        recorder=options.pop("recorder", record_llm_call),
         **options,
     )
     return result, sink
@@ -296,3 +299,17 @@ async def test_concurrent_agents_get_their_own_script_by_system_prompt(fake_llm,
     )
     assert (disk[0].text, network[0].text) == ("disk done", "network done")
     assert sorted(seen) == [("specialist-disk", "disk"), ("specialist-network", "network")]
+
+
+async def test_the_kernel_records_model_calls_only_through_its_recorder(fake_llm, org, session):
+    """No recorder, no LLMCall row: the kernel itself never writes audit tables."""
+    fake_llm.script(text("fine"))
+    seen = []
+
+    async def recorder(**fields):
+        seen.append(fields)
+
+    result, _ = await run(fake_llm, org, session, recorder=recorder)
+    assert result.status == "completed"
+    assert [f["model"] for f in seen] and seen[0]["session_id"] == session.pk
+    assert await LLMCall.objects.filter(session=session).acount() == 0

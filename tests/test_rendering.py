@@ -1,4 +1,4 @@
-from chat_app.rendering import render_markdown
+from web_app.rendering import render_markdown
 
 
 def test_markdown_keeps_links_code_and_lists():

@@ -16,10 +16,10 @@ from django.urls import reverse
 
 from agents_app import dedupe, registry
 from agents_app.models import MutatingProposal
+from agents_app.review_gate import parse_verdict
 from agents_app.runtime import Runtime
 from agents_app.toolbag import build_toolbag
 from agents_app.tools.base import ToolError, load_builtin_tools
-from agents_app.tools.review_gate import parse_verdict
 from audit_app.models import AuditLog
 from chat_app.groups import session_group
 from chat_app.models import ChatSession, SessionStatus

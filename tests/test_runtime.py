@@ -10,7 +10,8 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from agents_app import dedupe
-from agents_app.runtime import Runtime, task_stop_tool
+from agents_app.control_tools import task_stop_tool
+from agents_app.runtime import Runtime
 from agents_app.tools.base import ToolContext
 from audit_app.models import AuditLog
 from chat_app import services

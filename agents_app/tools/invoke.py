@@ -23,14 +23,15 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import jsonschema
-from django.conf import settings
 
 from agents_app import metrics
 from agents_app.tools.base import Tool, ToolContext, ToolError, ToolResult
-from audit_app.redaction import redact_arguments, redact_text
+from audit_app import recorder
+from audit_app.recorder import truncate
+from audit_app.redaction import redact_text
 
 if TYPE_CHECKING:
-    from agents_app.kernel import CancelToken
+    from agents_app.cancel import CancelToken
 
 logger = logging.getLogger(__name__)
 
@@ -81,14 +82,6 @@ def set_review_gate(gate: ReviewGate | None) -> ReviewGate:
     previous = _review_gate
     _review_gate = gate or refuse_all_writes
     return previous
-
-
-def truncate(text: str, limit: int | None = None) -> str:
-    """Cut `text` to `limit` characters with a note of the original size the model can reason about."""
-    limit = limit or settings.CONFIG.tool_result_limit
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}\n…[truncated: showing {limit} of {len(text)} characters]"
 
 
 def render(value: Any) -> str:
@@ -263,29 +256,21 @@ async def _account(current: _Call, status: str, content: str, error: str) -> Too
     shown = truncate(content)
     metrics.record_tool(current.metric_name or current.name, status, seconds)
     ctx = current.ctx
-    audit_id = None
-    try:
-        from audit_app.models import AuditLog
-
-        row = await AuditLog.objects.acreate(
-            organization_id=ctx.organization_id,
-            session_id=ctx.session_id,
-            user_id=ctx.user_id,
-            persona=ctx.persona_name[:100],
-            tool_call_id=ctx.tool_call_id[:200],
-            tool=current.name[:200],
-            tool_class=current.tool_class,
-            arguments=redact_arguments(current.arguments_raw),
-            result=redact_text(shown),
-            result_size=len(content),
-            status=status,
-            error=redact_text(error),
-            started_at=current.started_at,
-            duration_ms=duration_ms,
-        )
-        audit_id = row.pk
-    except Exception:
-        logger.exception("could not write the audit row for %s (call %s)", current.name, ctx.tool_call_id)
+    audit_id = await recorder.record_tool_call(
+        organization_id=ctx.organization_id,
+        session_id=ctx.session_id,
+        user_id=ctx.user_id,
+        persona=ctx.persona_name,
+        tool_call_id=ctx.tool_call_id,
+        tool=current.name,
+        tool_class=current.tool_class,
+        arguments_raw=current.arguments_raw,
+        content=content,
+        status=status,
+        error=error,
+        started_at=current.started_at,
+        duration_ms=duration_ms,
+    )
     return ToolOutcome(
         ctx.tool_call_id, current.name, status, shown, error, duration_ms, len(content), audit_id
     )

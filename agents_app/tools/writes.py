@@ -1,6 +1,6 @@
 """The first write tools (R17): restart a service, acknowledge / resolve an incident, silence alerts.
 
-None of them runs unless the review gate approved the call (agents_app.tools.review_gate). Each
+None of them runs unless the review gate approved the call (agents_app.review_gate). Each
 one also describes itself for the reviewer (`describe_change`): what it changes, where, and how
 far a mistake would reach. Every write tool takes a `reason`: the evidence the reviewer judges.
 """

@@ -10,11 +10,12 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer, AsyncWebsocke
 from django.template.loader import render_to_string
 from django.utils import timezone
 
-from chat_app import fragments
+from agents_app.turns import astart_turn
 from chat_app.groups import session_group, user_group
 from chat_app.models import ChatSession, SessionStatus
-from chat_app.transcript import build_turns
-from chat_app.turns import TurnInProgress, astart_turn
+from chat_app.services import TurnInProgress
+from web_app.chat import fragments
+from web_app.chat.transcript import build_turns
 
 FLUSH_INTERVAL = 0.05
 

@@ -13,8 +13,8 @@ from typing import Any
 from django.template.loader import render_to_string
 from django.utils.html import escape
 
-from chat_app.charts import chart_for_tool
-from chat_app.rendering import render_markdown
+from web_app.charts import chart_for_tool
+from web_app.rendering import render_markdown
 
 PREVIEW_CHARS = 4000
 ARGS_CHARS = 160

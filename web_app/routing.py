@@ -1,6 +1,6 @@
 from django.urls import path
 
-from chat_app import consumers
+from web_app.chat import consumers
 
 websocket_urlpatterns = [
     path("ws/events/", consumers.UserEventsConsumer.as_asgi()),

@@ -19,8 +19,8 @@ from rest_framework.views import APIView
 from agents_app import catalog, proposals, registry, user_agents
 from agents_app.models import MutatingProposal, UserAgent
 from agents_app.personas import Persona, PersonaError
-from chat_app import fragments
 from ops_app.tenancy import organization_of, sees_all_tenants
+from web_app.chat import fragments
 
 
 class IsOrgAdmin(permissions.BasePermission):

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from audit_app import api, views
+from web_app.audit import api, views
 
 urlpatterns: list = [
     path("audit/", views.session_list, name="audit-sessions"),

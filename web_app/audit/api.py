@@ -11,7 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from audit_app import queries
-from audit_app.tree import build_tree, call_detail, call_entry, tree_totals
+from web_app.tree import build_tree, call_detail, call_entry, tree_totals
 
 
 class IsAuditor(BasePermission):

@@ -11,7 +11,7 @@ from django.views.decorators.http import require_POST
 from agents_app.runtime import get_runtime
 from chat_app import services
 from chat_app.models import ChatSession
-from chat_app.transcript import build_turns
+from web_app.chat.transcript import build_turns
 
 SIDEBAR_SIZE = 50
 
@@ -56,8 +56,7 @@ def chat_page(request: HttpRequest, session_id: int) -> HttpResponse:
 @require_POST
 def chat_rename(request: HttpRequest, session_id: int) -> HttpResponse:
     chat = _own_chat(request, session_id)
-    chat.title = request.POST.get("title", "").strip()[:200] or chat.title
-    chat.save(update_fields=["title", "updated_at"])
+    services.rename_chat(chat, request.POST.get("title", ""))
     return render(request, "chat/_sidebar_item.html", {"s": chat})
 
 
@@ -66,7 +65,7 @@ def chat_rename(request: HttpRequest, session_id: int) -> HttpResponse:
 def chat_delete(request: HttpRequest, session_id: int) -> HttpResponse:
     chat = _own_chat(request, session_id)
     async_to_sync(get_runtime().stop_session)(chat.pk)
-    chat.delete()
+    services.delete_chat(chat)
     return redirect("chat-home")
 
 

@@ -9,8 +9,9 @@ from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from agents_app import turns
 from agents_app.runtime import get_runtime
-from chat_app import services, turns
+from chat_app import services
 from chat_app.models import ChatMessage, ChatSession
 
 
@@ -71,7 +72,7 @@ class ChatSessionViewSet(
         body.is_valid(raise_exception=True)
         try:
             message, waitable = turns.start_turn(session, body.validated_data["content"])
-        except turns.TurnInProgress as exc:
+        except services.TurnInProgress as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
         if request.query_params.get("wait") not in ("1", "true", "yes"):
             return Response({"session": session.pk, "turn_id": message.pk}, status=status.HTTP_202_ACCEPTED)

@@ -1,8 +1,9 @@
 """The review gate (R16): no write or destructive call runs because one LLM said so.
 
-Installed into the R15 chain by `AgentsAppConfig.ready()` (`set_review_gate(review_gate)`), so
-every process that serves chats (daphne, Celery workers, management commands) has it. For a
-mutating call it:
+A policy of the runtime: `AgentsAppConfig.ready()` installs `ReviewGate(get_runtime())` into the
+tool chain (`agents_app.tools.invoke.set_review_gate`), so every process that serves chats
+(daphne, Celery workers, management commands) has it, and the gate spawns the reviewer through
+the runtime it was given rather than by importing the runtime. For a mutating call it:
 
 1. checks the calling persona: `read-only` personas (and the reviewer itself) are refused outright,
    and so is a tool that is not in the persona's toolbag;
@@ -25,6 +26,7 @@ import time
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
+from typing import Protocol
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -33,11 +35,13 @@ from django.utils import timezone
 from agents_app import proposals
 from agents_app.models import MutatingProposal
 from agents_app.personas import COORDINATOR, REVIEWER
+from agents_app.publishing import Publisher
 from agents_app.registry import aget_registry
 from agents_app.toolbag import build_toolbag
 from agents_app.tools.base import Tool, ToolContext, ToolError, load_builtin_tools
 from agents_app.tools.invoke import GateDecision
 from agents_app.tools.writes import describe_change
+from audit_app.models import AuditLog
 from audit_app.redaction import redact_arguments
 from chat_app import services
 from chat_app.models import ChatMessage, ChatSession, MessageRole, SessionStatus
@@ -69,45 +73,54 @@ def parse_verdict(answer: str) -> Verdict:
     return Verdict(found.group(1).lower() == "approve", reason)
 
 
-async def review_gate(tool: Tool, ctx: ToolContext, arguments: dict) -> GateDecision:
-    """The gate installed into `invoke_tool`: decides whether one mutating call may run."""
-    refusal, permission_mode = await _check_caller(tool, ctx)
-    if refusal:
-        return GateDecision(False, refusal)
-    try:
-        change = describe_change(tool.name, arguments)
-    except ToolError as error:
-        return GateDecision(False, str(error))
-    session = await ChatSession.objects.filter(
-        pk=ctx.session_id, organization_id=ctx.organization_id
-    ).afirst()
-    if session is None:
-        return GateDecision(False, "a change can only be reviewed inside a chat session")
-    payload = await sync_to_async(_payload)(session, ctx, change, arguments)
-    proposal = await proposals.acreate_proposal(
-        session_id=session.pk,
-        tool_call_id=ctx.tool_call_id,
-        tool=tool.name,
-        tool_class=tool.tool_class,
-        persona=ctx.persona_name,
-        permission_mode=permission_mode,
-        arguments=_redacted(arguments),
-        payload=payload,
-    )
-    from agents_app.runtime import Publisher
+class ReviewerSpawner(Protocol):
+    """What the gate needs of the runtime: the only way to run a reviewer."""
 
-    publisher = Publisher(proposal.root_session_id)
-    verdict = await _ask_reviewer(proposal, session, tool, ctx, publisher)
-    proposal = await proposals.arecord_review(proposal.pk, bool(verdict.approved), verdict.reason)
-    if proposal.decision == MutatingProposal.Decision.REJECT:
+    async def spawn_reviewer(self, parent, description, prompt, tool_call_id, publisher=None): ...
+
+
+class ReviewGate:
+    """The gate installed into `invoke_tool`: decides whether one mutating call may run."""
+
+    def __init__(self, runtime: ReviewerSpawner) -> None:
+        self.runtime = runtime
+
+    async def __call__(self, tool: Tool, ctx: ToolContext, arguments: dict) -> GateDecision:
+        refusal, permission_mode = await _check_caller(tool, ctx)
+        if refusal:
+            return GateDecision(False, refusal)
+        try:
+            change = describe_change(tool.name, arguments)
+        except ToolError as error:
+            return GateDecision(False, str(error))
+        session = await ChatSession.objects.filter(
+            pk=ctx.session_id, organization_id=ctx.organization_id
+        ).afirst()
+        if session is None:
+            return GateDecision(False, "a change can only be reviewed inside a chat session")
+        payload = await sync_to_async(_payload)(session, ctx, change, arguments)
+        proposal = await proposals.acreate_proposal(
+            session_id=session.pk,
+            tool_call_id=ctx.tool_call_id,
+            tool=tool.name,
+            tool_class=tool.tool_class,
+            persona=ctx.persona_name,
+            permission_mode=permission_mode,
+            arguments=_redacted(arguments),
+            payload=payload,
+        )
+        publisher = Publisher(proposal.root_session_id)
+        verdict = await _ask_reviewer(self.runtime, proposal, session, ctx, publisher)
+        proposal = await proposals.arecord_review(proposal.pk, bool(verdict.approved), verdict.reason)
+        if proposal.decision == MutatingProposal.Decision.REJECT:
+            if proposal.requires_human:
+                await _publish(publisher, "proposal.decided", proposal)
+            return GateDecision(False, f"rejected by reviewer: {proposal.decision_reason}")
         if proposal.requires_human:
-            await _publish(publisher, "proposal.decided", proposal)
-        return GateDecision(False, f"rejected by reviewer: {proposal.decision_reason}")
-    if proposal.requires_human:
-        proposal = await _wait_for_human(proposal, publisher)
-        if proposal.decision != MutatingProposal.Decision.APPROVE:
-            return GateDecision(False, f"not approved by a human: {proposal.decision_reason}")
-    return GateDecision(True, proposal.decision_reason, on_executed=partial(_stamp, proposal.pk))
+            proposal = await _wait_for_human(proposal, publisher)
+            if proposal.decision != MutatingProposal.Decision.APPROVE:
+                return GateDecision(False, f"not approved by a human: {proposal.decision_reason}")
+        return GateDecision(True, proposal.decision_reason, on_executed=partial(_stamp, proposal.pk))
 
 
 async def _check_caller(tool: Tool, ctx: ToolContext) -> tuple[str, str]:
@@ -158,10 +171,9 @@ def _context_summary(session: ChatSession) -> str:
 
 
 async def _ask_reviewer(
-    proposal: MutatingProposal, session: ChatSession, tool: Tool, ctx: ToolContext, publisher
+    runtime: ReviewerSpawner, proposal: MutatingProposal, session: ChatSession, ctx: ToolContext, publisher
 ) -> Verdict:
     """Spawn the reviewer under its own timeout; every way it can fail is a rejection with a reason."""
-    from agents_app.runtime import get_runtime
 
     async def attach(event: dict) -> None:
         if event.get("event") == "worker.started" and event.get("persona") == REVIEWER:
@@ -174,7 +186,7 @@ async def _ask_reviewer(
     description = f"Review: {proposal.payload['action']} on {proposal.payload['target'] or '?'}"
     try:
         async with asyncio.timeout(limit):
-            outcome = await get_runtime().spawn_reviewer(
+            outcome = await runtime.spawn_reviewer(
                 session, description[:200], prompt, ctx.tool_call_id, publisher
             )
     except TimeoutError:
@@ -210,8 +222,6 @@ def reviewer_prompt(proposal: MutatingProposal) -> str:
 
 def _recent_activity(proposal: MutatingProposal) -> str:
     """Other proposals on this target and audited calls that mention it: parallel operations show up."""
-    from audit_app.models import AuditLog
-
     since = timezone.now() - RECENT_WINDOW
     lines = []
     others = (

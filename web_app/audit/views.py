@@ -14,7 +14,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, render
 
 from audit_app import queries
-from audit_app.tree import build_tree, call_detail, tree_totals
+from web_app.tree import build_tree, call_detail, tree_totals
 
 
 def auditor_required(view):

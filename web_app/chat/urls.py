@@ -1,8 +1,8 @@
 from django.urls import include, path
 from rest_framework.routers import SimpleRouter
 
-from chat_app import views
-from chat_app.api import ChatSessionViewSet
+from web_app.chat import views
+from web_app.chat.api import ChatSessionViewSet
 
 router = SimpleRouter()
 router.register("api/sessions", ChatSessionViewSet, basename="api-session")

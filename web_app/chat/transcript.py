@@ -10,9 +10,9 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 
-from chat_app.fragments import CONTROL_TOOLS, chip_context
 from chat_app.models import ChatMessage, ChatSession, MessageKind, MessageRole, SessionStatus
-from chat_app.rendering import render_markdown
+from web_app.chat.fragments import CONTROL_TOOLS, chip_context
+from web_app.rendering import render_markdown
 
 
 @dataclass

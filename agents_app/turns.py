@@ -7,39 +7,20 @@ import asyncio
 import concurrent.futures
 import time
 
-from asgiref.sync import sync_to_async
-from django.db import transaction
-
 from agents_app import executors
 from chat_app import services
 from chat_app.models import ChatMessage, ChatSession, SessionStatus
 
 
-class TurnInProgress(Exception):
-    """The session is already running a turn; a chat takes one message at a time."""
-
-
-def _persist_turn(session: ChatSession, text: str) -> ChatMessage:
-    """Save the user's message and mark the chat running, refusing a second concurrent turn."""
-    text = text.strip()
-    if not text:
-        raise ValueError("The message is empty.")
-    with transaction.atomic():
-        locked = ChatSession.objects.select_for_update().get(pk=session.pk)
-        if locked.status == SessionStatus.RUNNING:
-            raise TurnInProgress("A turn is already running in this chat; wait for it or press Stop.")
-        return services.begin_turn(session.pk, text)
-
-
 def start_turn(session: ChatSession, text: str) -> tuple[ChatMessage, object]:
     """Persist the user's message, then hand the turn to the executor. Returns (message, waitable)."""
-    message = _persist_turn(session, text)
+    message = services.begin_turn(session.pk, text)
     return message, executors.submit_turn(session.pk)
 
 
 async def astart_turn(session: ChatSession, text: str) -> tuple[ChatMessage, object]:
     """`start_turn` for the event loop: the turn becomes a task of this very loop (inline executor)."""
-    message = await sync_to_async(_persist_turn)(session, text)
+    message = await services.abegin_turn(session.pk, text)
     return message, executors.submit_turn(session.pk)
 
 
