@@ -99,8 +99,8 @@ def show(label, seconds):
 
 async def one_agent_run(org, user, llm_time):
     """A single worker doing TOOL_CALLS sequential steps: the per-step and per-call overhead."""
-    from agents_app.events import NullSink
     from agents_app.cancel import CancelToken
+    from agents_app.events import NullSink
     from agents_app.kernel import run_agent
     from agents_app.llm import get_provider
     from agents_app.registry import aget_registry

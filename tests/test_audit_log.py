@@ -11,8 +11,8 @@ from django.urls import reverse
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agents_app.events import ListSink, ToolStart
 from agents_app.cancel import CancelToken
+from agents_app.events import ListSink, ToolStart
 from agents_app.kernel import run_agent
 from audit_app.models import AuditLog
 from audit_app.redaction import MASK, redact_arguments, redact_text

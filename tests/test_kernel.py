@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from agents_app.events import Error, Final, ListSink, TextDelta, ToolEnd, ToolStart
 from agents_app.cancel import CancelToken
+from agents_app.events import Error, Final, ListSink, TextDelta, ToolEnd, ToolStart
 from agents_app.kernel import run_agent
 from agents_app.tools.base import ToolResult
 from audit_app.models import AuditLog, LLMCall

@@ -10,8 +10,8 @@ import json
 
 import pytest
 
-from agents_app.events import ListSink
 from agents_app.cancel import CancelToken
+from agents_app.events import ListSink
 from agents_app.kernel import run_agent
 from agents_app.llm.offline import LABEL, OfflineProvider, best_specialist, parse_catalog
 from agents_app.prompt import compose_system_prompt
