@@ -174,21 +174,40 @@ async def wait_for_human(
         await asyncio.sleep(poll)
 
 
-def card_data(proposal: MutatingProposal) -> dict:
-    """What the approval card shows; also rebuilt from the row on page load (web_app.chat.transcript)."""
+def describe_proposal(proposal: MutatingProposal) -> dict:
+    """The one shape of a proposal, for every surface: the chat's approval card, the session tree of
+    the chat API and the audit pages, and the export. Links are ids plus a readable label."""
     payload = proposal.payload or {}
+    approver = proposal.human_approver if proposal.human_approver_id else None
     return {
         "id": proposal.pk,
+        "session": proposal.session_id,
+        "tool_call_id": proposal.tool_call_id,
         "tool": proposal.tool,
+        "tool_class": proposal.tool_class,
+        "persona": proposal.persona,
+        "permission_mode": proposal.permission_mode,
         "action": payload.get("action", proposal.tool),
-        "target": payload.get("target", ""),
-        "blast_radius": payload.get("blast_radius", ""),
+        "target": payload.get("target", proposal.target),
         "reason": payload.get("reason", ""),
+        "blast_radius": payload.get("blast_radius", ""),
+        "operator": payload.get("operator", ""),
+        "context_summary": payload.get("context_summary", ""),
+        "arguments": proposal.arguments,
+        "reviewer_session": proposal.reviewer_session_id,
+        "reviewer_label": f"reviewer #{proposal.reviewer_session_id}" if proposal.reviewer_session_id else "",
         "reviewer_decision": proposal.reviewer_decision,
         "reviewer_reason": proposal.reviewer_reason,
+        "requires_human": proposal.requires_human,
+        "awaiting_human": proposal.awaiting_human,
+        "human_approver": approver.get_username() if approver else None,
+        "human_decided_at": proposal.human_decided_at,
         "decision": proposal.decision,
         "decision_reason": proposal.decision_reason,
-        "awaiting_human": proposal.awaiting_human,
+        "created_at": proposal.created_at,
+        "decided_at": proposal.decided_at,
+        "executed_at": proposal.executed_at,
+        "execution_status": proposal.execution_status,
         "executed": proposal.executed_at is not None,
     }
 

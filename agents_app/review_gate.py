@@ -281,7 +281,11 @@ async def _wait_for_human(proposal: MutatingProposal, publisher) -> MutatingProp
 
 async def _publish(publisher, kind: str, proposal: MutatingProposal) -> None:
     await publisher.publish(
-        {"event": kind, "session": proposal.session_id, "proposal": proposals.card_data(proposal)}
+        {
+            "event": kind,
+            "session": proposal.session_id,
+            "proposal": await sync_to_async(proposals.describe_proposal)(proposal),
+        }
     )
 
 

@@ -9,11 +9,10 @@ import re
 
 import pytest
 from asgiref.sync import sync_to_async
-from django.db import models
 from django.test import Client
 from django.urls import reverse
 
-from agents_app import dedupe
+from agents_app import dedupe, proposals
 from agents_app.runtime import Runtime
 from audit_app.models import AuditLog, LLMCall
 from chat_app import services
@@ -35,21 +34,6 @@ def fresh_dedupe(monkeypatch):
 @pytest.fixture
 def priced(settings):
     settings.CONFIG = dataclasses.replace(settings.CONFIG, model_prices=PRICES)
-
-
-class _Proposals(models.Manager):
-    def get_queryset(self):
-        return super().get_queryset().filter(tool="proposal")
-
-
-class ProposalStandIn(AuditLog):
-    """Audit rows with tool="proposal" posing as the review gate's proposals (no table of its own)."""
-
-    objects = _Proposals()
-
-    class Meta:
-        proxy = True
-        app_label = "audit_app"
 
 
 def dispatch(subagent: str, prompt: str, description: str, id: str) -> dict:
@@ -201,32 +185,33 @@ def test_bad_filters_get_a_clear_error(org, auditor):
 
 
 @pytest.mark.django_db
-def test_a_gated_call_shows_its_proposal_and_human_approver(org, member, auditor, org_admin, monkeypatch):
-    """The gate's MutatingProposal lands with the gate; until then a stand-in with the key fields the
-    lookup relies on (tool_call_id, organization, a user link) plays its part."""
+def test_a_gated_call_shows_its_proposal_and_human_approver(org, member, auditor, org_admin):
+    """A dual-sign write signed by an org admin: the call page and the tree name the approver."""
     chat = audit_rows.session(org, member, title="restart nginx")
     worker = audit_rows.session(org, member, parent=chat, agent_id="specialist-web")
-    write, _ = audit_rows.gated_write(worker, "w-dual")
-    stand_in = AuditLog.objects.create(
-        organization=org,
-        user=org_admin,  # the human approver
+    write, reviewer = audit_rows.gated_write(worker, "w-dual")
+    held = proposals.create_proposal(
+        session_id=worker.pk,
         tool_call_id="w-dual",
-        tool="proposal",
+        tool="host_restart_service",
         tool_class="write",
-        arguments='{"action": "restart", "target": "nginx@web-01", "blast_radius": "one host"}',
-        result="approve",
-        status="ok",
-        started_at=write.started_at,
+        persona="specialist-web",
+        permission_mode="dual-sign-required",
+        arguments={"service": "nginx"},
+        payload={"action": "restart nginx", "target": "nginx@web-01", "blast_radius": "one host"},
     )
-    monkeypatch.setattr("web_app.tree.proposal_model", lambda: ProposalStandIn)
+    proposals.attach_reviewer(held.pk, reviewer.pk)
+    proposals.record_review(held.pk, True, "SOP: pass")
+    proposals.sign(held, org_admin, True, "")
     client = login(auditor)
     html = client.get(reverse("audit-call", args=[write.pk])).content.decode()
     proposal = html[html.index('<div class="proposal">') :]
-    assert "oscar" in proposal and "nginx@web-01" in proposal
+    assert "<dt>human_approver</dt><dd>oscar</dd>" in proposal and "nginx@web-01" in proposal
     tree = client.get(reverse("api-audit-tree", args=[chat.pk])).json()["tree"]
     gated = next(e for e in tree["children"][0]["timeline"] if e.get("tool") == "host_restart_service")
-    assert gated["proposal"]["id"] == stand_in.pk
-    assert gated["proposal"]["user"] == {"id": org_admin.pk, "label": "oscar"}
+    assert gated["proposal"]["id"] == held.pk
+    assert gated["proposal"]["human_approver"] == "oscar" and gated["proposal"]["decision"] == "approve"
+    assert gated["reviews"][0]["id"] == reviewer.pk
 
 
 async def test_a_real_gated_write_hangs_its_reviewer_and_proposal_under_the_call(
@@ -271,7 +256,8 @@ async def test_a_real_gated_write_hangs_its_reviewer_and_proposal_under_the_call
         proposal = detail[detail.index('<div class="proposal">') :]
         assert "<dt>decision</dt><dd>approve</dd>" in proposal
         assert f"<dt>target</dt><dd>incident:{incident.pk}</dd>" in proposal
-        assert f"<dt>reviewer_session</dt><dd>reviewer #{reviewer.pk}" in proposal
+        link = reverse("audit-session", args=[reviewer.pk])
+        assert f'<dt>reviewer_session</dt><dd><a href="{link}">reviewer #{reviewer.pk}' in proposal
         assert "<dt>executed_at</dt><dd>—</dd>" not in proposal
 
     await sync_to_async(check)()

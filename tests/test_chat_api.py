@@ -51,10 +51,11 @@ def test_create_list_and_ask_with_wait_returns_the_answer_and_the_tree(member, a
     assert [m["role"] for m in detail["messages"]] == ["user", "assistant", "tool", "assistant"]
 
     tree = client.get(f"/api/sessions/{session_id}/tree/").json()
-    assert [c["agent_id"] for c in tree["children"]] == ["specialist-disk"]
+    assert [c["persona"] for c in tree["children"]] == ["specialist-disk"]
     worker = tree["children"][0]
     assert worker["status"] == "completed" and worker["result"] == "/var/log 38G"
-    assert [c["tool"] for c in tree["tool_calls"]] == ["AgentTool"]
+    assert [c["tool"] for c in tree["timeline"] if c["type"] == "call"] == ["AgentTool"]
+    assert not any(e["type"] == "message" for e in worker["timeline"])  # no worker transcript
     assert [s["id"] for s in client.get("/api/sessions/").json()["results"]] == [session_id]
 
 

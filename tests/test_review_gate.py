@@ -345,11 +345,14 @@ async def test_a_full_turn_reviews_the_workers_write(org, member, agents_llm):
     client = Client()
     await sync_to_async(client.force_login)(member)
     tree = (await sync_to_async(client.get)(f"/api/sessions/{chat.pk}/tree/")).json()
-    ops_node = next(node for node in tree["children"] if node["agent_id"] == "specialist-ops")
+    ops_node = next(node for node in tree["children"] if node["persona"] == "specialist-ops")
     [proposal] = ops_node["proposals"]
     assert proposal["decision"] == "approve" and proposal["executed_at"] is not None
     assert proposal["reviewer_session"] == reviewer.pk
-    assert ops_node["children"][0]["agent_id"] == "reviewer"
+    # The reviewer hangs under the call it judged, in the chat API's tree as in the audit tree.
+    gated = next(e for e in ops_node["timeline"] if e.get("tool_call_id") == "ops-ack")
+    assert gated["proposal"]["id"] == proposal["id"]
+    assert [review["persona"] for review in gated["reviews"]] == ["reviewer"]
 
 
 # ---- dual sign ------------------------------------------------------------------------------------

@@ -1,19 +1,24 @@
-"""One session tree for the audit page, the API and the export: who did what, under whom.
+"""The one session tree: who did what, under whom. Every surface that shows a tree gets it here:
+the chat API's `/tree/`, the audit page, the audit API and export, and the chat transcript.
 
 The tree is coordinator → workers (by `parent_session`) → reviewer sessions, which hang under the
-tool call they gated (their `spawned_by_call` is that call's id). Each node carries a timeline of
-its messages and tool calls. The whole tree costs a fixed number of queries (sessions, messages,
-calls, LLM usage, proposals) however many workers and calls it has.
+tool call they gated (their `spawned_by_call` is that call's id) in the call's `reviews`. Each node
+carries a timeline of its messages (optional) and tool calls, and the proposals it raised. The whole
+tree costs a fixed number of queries (sessions, messages, calls, LLM usage, proposals) however many
+workers and calls it has.
 """
 
 from __future__ import annotations
 
 import json
-from collections import defaultdict
+from collections import defaultdict, deque
+from dataclasses import dataclass
+from datetime import datetime
 
-from django.apps import apps
-from django.db.models import Model, Q
+from django.db.models import Q
 
+from agents_app.models import MutatingProposal
+from agents_app.proposals import describe_proposal
 from audit_app.models import AuditLog
 from audit_app.queries import llm_usage_by_session, session_summary
 from chat_app.models import ChatMessage, ChatSession, MessageRole
@@ -21,52 +26,79 @@ from chat_app.models import ChatMessage, ChatSession, MessageRole
 SPAWN_TOOL = "AgentTool"  # its spawned session is a worker (a child node), not a review
 
 
-def proposal_model() -> type[Model] | None:
-    """The review gate's proposal model, when the gate is installed (it lives in agents_app)."""
-    try:
-        return apps.get_model("agents_app", "MutatingProposal")
-    except LookupError:
-        return None
-
-
 def root_of(session: ChatSession) -> int:
     return session.root_session_id or session.pk
 
 
-def build_tree(session: ChatSession) -> dict:
-    """The whole tree `session` belongs to, rooted at its coordinator."""
-    root_id = root_of(session)
-    rows = list(
-        ChatSession.objects.filter(Q(pk=root_id) | Q(root_session_id=root_id))
-        .select_related("user")
-        .order_by("created_at", "pk")
-    )
+@dataclass
+class _Rows:
+    """The rows one tree is assembled from, fetched with a fixed number of queries."""
+
+    sessions: list[ChatSession]
+    calls: list[AuditLog]
+    messages: list[ChatMessage]
+    usage: dict
+    proposals: list[MutatingProposal]
+
+
+def _load(root_id: int, *, messages: str, since: datetime | None) -> _Rows:
+    sessions = ChatSession.objects.filter(Q(pk=root_id) | Q(root_session_id=root_id))
+    if since is not None:
+        sessions = sessions.filter(Q(pk=root_id) | Q(created_at__gte=since))
+    rows = list(sessions.select_related("user").order_by("created_at", "pk"))
     ids = [row.pk for row in rows]
-    calls = list(AuditLog.objects.filter(session_id__in=ids).order_by("started_at", "pk"))
-    messages = list(ChatMessage.objects.filter(session_id__in=ids).order_by("session_id", "seq"))
-    usage = llm_usage_by_session(ids)
-    proposals = proposals_by_call(calls)
-    return _Assembler(rows, calls, messages, usage, proposals).node(root_id)
+    calls = AuditLog.objects.filter(session_id__in=ids)
+    said = ChatMessage.objects.filter(session_id__in=ids if messages == "all" else [root_id])
+    held = MutatingProposal.objects.filter(root_session_id=root_id)
+    if since is not None:
+        calls = calls.filter(started_at__gte=since)
+        said = said.filter(created_at__gte=since)
+        held = held.filter(created_at__gte=since)
+    return _Rows(
+        rows,
+        list(calls.order_by("started_at", "pk")),
+        list(said.order_by("session_id", "seq")) if messages != "none" else [],
+        llm_usage_by_session(ids),
+        list(held.select_related("human_approver").order_by("created_at", "pk")),
+    )
+
+
+def build_tree(session: ChatSession, *, messages: str = "all", since: datetime | None = None) -> dict:
+    """The whole tree `session` belongs to, rooted at its coordinator.
+
+    `messages`: "all" (auditors), "root" (the coordinator's only: a chat's owner never sees a
+    worker's raw transcript) or "none". `since` keeps only what happened from then on (the chat
+    page redraws the last turn with it).
+    """
+    root_id = root_of(session)
+    return _Assembler(_load(root_id, messages=messages, since=since)).node(root_id)
 
 
 class _Assembler:
-    def __init__(self, rows, calls, messages, usage, proposals) -> None:
-        self.rows = {row.pk: row for row in rows}
-        self.usage = usage
-        self.proposals = proposals
+    def __init__(self, rows: _Rows) -> None:
+        self.rows = {row.pk: row for row in rows.sessions}
+        self.usage = rows.usage
         self.calls = defaultdict(list)
-        for call in calls:
+        for call in rows.calls:
             self.calls[call.session_id].append(call)
         self.messages = defaultdict(list)
-        for message in messages:
+        for message in rows.messages:
             self.messages[message.session_id].append(message)
+        self.proposals = defaultdict(list)
+        self.proposal_of_call = {}
+        for proposal in rows.proposals:
+            described = describe_proposal(proposal)
+            self.proposals[proposal.session_id].append(described)
+            self.proposal_of_call[(proposal.session_id, proposal.tool_call_id)] = described
         self.children = defaultdict(list)
         self.reviews = defaultdict(list)  # (session id, tool_call_id) of the gated call -> sessions
-        gated = {(c.session_id, c.tool_call_id) for c in calls if c.tool_call_id and c.tool != SPAWN_TOOL}
+        gated = {
+            (c.session_id, c.tool_call_id) for c in rows.calls if c.tool_call_id and c.tool != SPAWN_TOOL
+        }
         by_id = defaultdict(list)
         for key in gated:
             by_id[key[1]].append(key)
-        for row in rows:
+        for row in rows.sessions:
             key = self.gated_call_of(row, gated, by_id)
             if key is not None:
                 self.reviews[key].append(row)
@@ -76,7 +108,7 @@ class _Assembler:
     @staticmethod
     def gated_call_of(row: ChatSession, gated: set, by_id: dict) -> tuple | None:
         """The gated call a reviewer session judged: a call of its parent, else the only call of that id."""
-        if not row.spawned_by_call:
+        if not row.spawned_by_call or row.agent_id != "reviewer":
             return None
         key = (row.parent_session_id, row.spawned_by_call)
         if key in gated:
@@ -90,6 +122,7 @@ class _Assembler:
         summary["usage"] = row.usage
         summary["result"] = row.result
         summary["error"] = row.error
+        summary["proposals"] = self.proposals[session_id]
         summary["timeline"] = self.timeline(row)
         summary["children"] = [self.node(child.pk) for child in self.children[session_id]]
         return summary
@@ -97,15 +130,19 @@ class _Assembler:
     def timeline(self, row: ChatSession) -> list[dict]:
         calls = self.calls[row.pk]
         answered = {call.tool_call_id for call in calls if call.tool_call_id}
-        spawned = {c.spawned_by_call: c.pk for c in self.children[row.pk] if c.spawned_by_call}
+        spawned = defaultdict(deque)  # a model may reuse a call id: dispatches take workers in order
+        for child in self.children[row.pk]:
+            if child.spawned_by_call:
+                spawned[child.spawned_by_call].append(child.pk)
         entries = [
             message_entry(m)
             for m in self.messages[row.pk]
             if not (m.role == MessageRole.TOOL and m.tool_call_id in answered)  # the call card shows it
         ]
         for call in calls:
-            entry = call_entry(call, self.proposals.get((call.session_id, call.tool_call_id)))
-            entry["worker"] = spawned.get(call.tool_call_id) if call.tool == SPAWN_TOOL else None
+            entry = call_entry(call, self.proposal_of_call.get((call.session_id, call.tool_call_id)))
+            workers = spawned.get(call.tool_call_id) if call.tool == SPAWN_TOOL else None
+            entry["worker"] = workers.popleft() if workers else None
             entry["reviews"] = [self.node(review.pk) for review in self.reviews[(row.pk, call.tool_call_id)]]
             entries.append(entry)
         entries.sort(key=lambda entry: entry["at"])
@@ -116,6 +153,7 @@ def message_entry(message: ChatMessage) -> dict:
     return {
         "type": "message",
         "at": message.created_at,
+        "id": message.pk,
         "seq": message.seq,
         "role": message.role,
         "kind": message.kind,
@@ -158,50 +196,23 @@ def pretty_json(text: str) -> str | None:
         return None
 
 
-def proposals_by_call(calls: list[AuditLog]) -> dict[tuple[int | None, str], dict]:
-    """The gate's proposals for these calls, keyed like the calls: (session id, tool_call_id)."""
-    model = proposal_model()
-    call_ids = {call.tool_call_id for call in calls if call.tool_call_id}
-    if model is None or not call_ids:
-        return {}
-    fields = {field.name for field in model._meta.concrete_fields}
-    if "tool_call_id" not in fields:
-        return {}
-    rows = model._default_manager.filter(tool_call_id__in=call_ids)
-    if "organization" in fields:
-        rows = rows.filter(organization_id__in={call.organization_id for call in calls})
-    relations = [f.name for f in model._meta.concrete_fields if f.many_to_one]
-    sessions = {call.tool_call_id: call.session_id for call in calls}
-    found = {}
-    for proposal in rows.select_related(*relations):
-        described = describe_proposal(proposal)
-        session = getattr(proposal, "session_id", None) or sessions.get(proposal.tool_call_id)
-        found[(session, proposal.tool_call_id)] = described
-    return found
-
-
-def describe_proposal(proposal: Model) -> dict:
-    """Every stored field of a proposal; links as {id, label} so a page can name the approver."""
-    described = {}
-    for field in proposal._meta.concrete_fields:
-        if field.many_to_one:
-            related = getattr(proposal, field.name)
-            described[field.name] = None if related is None else {"id": related.pk, "label": str(related)}
-        else:
-            described[field.name] = field.value_from_object(proposal)
-    return described
-
-
 def call_detail(call: AuditLog) -> dict:
     """One call with its proposal and the reviewer sessions that judged it."""
-    proposal = proposals_by_call([call]).get((call.session_id, call.tool_call_id))
+    proposal = None
+    if call.tool_call_id and call.session_id:
+        held = (
+            MutatingProposal.objects.filter(session_id=call.session_id, tool_call_id=call.tool_call_id)
+            .select_related("human_approver")
+            .first()
+        )
+        proposal = describe_proposal(held) if held else None
     entry = call_entry(call, proposal)
     reviewers = []
     if call.tool_call_id and call.session is not None and call.tool != SPAWN_TOOL:
         root_id = root_of(call.session)
         candidates = list(
             ChatSession.objects.filter(Q(pk=root_id) | Q(root_session_id=root_id))
-            .filter(spawned_by_call=call.tool_call_id)
+            .filter(spawned_by_call=call.tool_call_id, agent_id="reviewer")
             .select_related("user")
             .order_by("created_at")
         )
@@ -230,6 +241,7 @@ def tree_totals(node: dict) -> dict:
 
 
 def walk(node: dict):
+    """Every node of a tree: workers and, under the calls they gated, reviewers."""
     yield node
     for child in node["children"]:
         yield from walk(child)

@@ -169,7 +169,7 @@ class ProposalSignView(APIView):
             closed = str(error)
         if request.headers.get("HX-Request"):
             # Even a late click redraws the card: the page then shows who decided first.
-            return HttpResponse(fragments.proposal_card(proposals.card_data(proposal)))
+            return HttpResponse(fragments.proposal_card(proposals.describe_proposal(proposal)))
         if closed:
-            return Response({"detail": closed, "proposal": proposals.card_data(proposal)}, status=409)
-        return Response(proposals.card_data(proposal))
+            return Response({"detail": closed, "proposal": proposals.describe_proposal(proposal)}, status=409)
+        return Response(proposals.describe_proposal(proposal))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from asgiref.sync import async_to_sync
-from django.db.models import Prefetch
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
@@ -13,6 +12,7 @@ from agents_app import turns
 from agents_app.runtime import get_runtime
 from chat_app import services
 from chat_app.models import ChatMessage, ChatSession
+from web_app.tree import build_tree
 
 
 class MessageSerializer(serializers.ModelSerializer):
@@ -90,85 +90,12 @@ class ChatSessionViewSet(
 
     @action(detail=True, methods=["get"])
     def tree(self, request, pk=None):
+        """The same tree the audit pages show, minus the workers' raw transcripts."""
         session = self.get_object()
-        return Response(session_tree(session))
+        return Response(build_tree(session, messages="root"))
 
     @action(detail=True, methods=["post"])
     def stop(self, request, pk=None):
         session = self.get_object()
         stopped = async_to_sync(get_runtime().stop_session)(session.pk)
         return Response({"session": session.pk, "stop_requested": stopped}, status=status.HTTP_202_ACCEPTED)
-
-
-def session_tree(root: ChatSession) -> dict:
-    """The coordinator and every worker under it, with each worker's tool calls, in two queries."""
-    from audit_app.models import AuditLog
-
-    audit = Prefetch("audit_logs", queryset=AuditLog.objects.order_by("started_at"))
-    held = Prefetch("proposals", queryset=_proposals())
-    rows = list(
-        ChatSession.objects.filter(root_session=root).prefetch_related(audit, held).order_by("created_at")
-    )
-    children: dict[int, list[ChatSession]] = {}
-    for row in rows:
-        children.setdefault(row.parent_session_id, []).append(row)
-
-    def node(session: ChatSession, calls, held) -> dict:
-        return {
-            "id": session.pk,
-            "agent_id": session.agent_id,
-            "kind": session.kind,
-            "description": session.description,
-            "status": session.status,
-            "result": session.result,
-            "error": session.error,
-            "created_at": session.created_at,
-            "started_at": session.started_at,
-            "closed_at": session.closed_at,
-            "tool_calls": [_call(c) for c in calls],
-            "proposals": [_proposal(p) for p in held],
-            "children": [
-                node(c, c.audit_logs.all(), c.proposals.all()) for c in children.get(session.pk, [])
-            ],
-        }
-
-    return node(
-        root, AuditLog.objects.filter(session=root).order_by("started_at"), _proposals().filter(session=root)
-    )
-
-
-def _proposals():
-    from agents_app.models import MutatingProposal
-
-    return MutatingProposal.objects.select_related("human_approver").order_by("created_at")
-
-
-def _proposal(row) -> dict:
-    """A held write (R16) as the tree shows it: what, the verdicts, who signed, whether it ran."""
-    return {
-        "id": row.pk,
-        "tool": row.tool,
-        "tool_call_id": row.tool_call_id,
-        "payload": row.payload,
-        "reviewer_session": row.reviewer_session_id,
-        "reviewer_decision": row.reviewer_decision,
-        "decision": row.decision,
-        "decision_reason": row.decision_reason,
-        "human_approver": row.human_approver.get_username() if row.human_approver else None,
-        "human_decided_at": row.human_decided_at,
-        "created_at": row.created_at,
-        "decided_at": row.decided_at,
-        "executed_at": row.executed_at,
-    }
-
-
-def _call(row) -> dict:
-    return {
-        "id": row.pk,
-        "tool": row.tool,
-        "status": row.status,
-        "arguments": row.arguments,
-        "result": row.result,
-        "duration_ms": row.duration_ms,
-        "started_at": row.started_at,
-    }
