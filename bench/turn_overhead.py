@@ -34,8 +34,8 @@ django.setup()
 from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 
-from tests.fake_llm import FakeLLM, call, text, tool_calls  # noqa: E402
-from tests.support.llm_routing import agent_of, tool_messages  # noqa: E402
+from fakes.llm_routing import agent_of, tool_messages  # noqa: E402
+from fakes.openai_server import FakeLLM, call, text, tool_calls  # noqa: E402
 
 WORKERS, TOOL_CALLS = 3, 5
 TOOL_TIME: list[float] = []

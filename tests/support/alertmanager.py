@@ -15,8 +15,8 @@ from pathlib import Path
 
 import httpx
 
-from tests.services import require
 from tests.support.procs import binary, free_port, start, stop, wait_until
+from tests.support.required import require
 
 ALERTMANAGER = "/usr/bin/prometheus-alertmanager"
 

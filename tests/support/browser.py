@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.services import require
 from tests.support.django_subprocess import ROOT, child_env
 from tests.support.procs import free_port, stop, wait_until
+from tests.support.required import require
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [

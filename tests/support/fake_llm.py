@@ -1,4 +1,4 @@
-"""Pytest fixture for the fake OpenAI-compatible server (`tests/fake_llm.py`).
+"""Pytest fixture for the fake OpenAI-compatible server (`fakes/openai_server.py`).
 
 Load it in a test module with `pytest_plugins = ["tests.support.fake_llm"]`.
 """
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fake_llm import FakeLLM
+from fakes.openai_server import FakeLLM
 
 
 @pytest.fixture

@@ -13,8 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.services import require
 from tests.support.procs import binary, free_port, start, stop, wait_until
+from tests.support.required import require
 
 PROMETHEUS = "/usr/bin/prometheus"
 NODE_EXPORTER = "/usr/bin/prometheus-node-exporter"

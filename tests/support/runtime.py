@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from tests.support.llm_routing import ByAgent
+from fakes.llm_routing import ByAgent
 
 
 @pytest.fixture

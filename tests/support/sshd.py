@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.services import require
+from tests.support.required import require
 
 SSHD = "/usr/sbin/sshd"
 

@@ -12,8 +12,8 @@ from agents_app.llm import get_provider
 from agents_app.llm.base import LLMCompletion, LLMDelta, LLMError
 from agents_app.llm.offline import OfflineProvider
 from agents_app.llm.openai_provider import OpenAIProvider
+from fakes.openai_server import FakeLLM, Reply, call, error, text, tool_calls
 from ongrid_site import config
-from tests.fake_llm import FakeLLM, Reply, call, error, text, tool_calls
 from tests.support.agents import provider_for
 
 pytest_plugins = ["tests.support.fake_llm"]

@@ -11,7 +11,7 @@ import pytest
 
 from ongrid_site import config
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_embedded_default_is_sqlite_in_data_dir_with_in_memory_layer(tmp_path):

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from tests.fake_llm import call, text, tool_calls
+from fakes.openai_server import call, text, tool_calls
 from tests.support.browser import log_in, screenshot
 
 pytest_plugins = ["tests.support.fake_llm", "tests.support.runtime", "tests.support.browser"]
@@ -135,7 +135,7 @@ def test_reload_mid_turn_restores_the_running_tile_and_the_stream_continues(page
 
 
 def test_an_llm_failure_shows_an_error_bubble_and_the_input_stays_usable(page, agents_llm):
-    from tests.fake_llm import error
+    from fakes.openai_server import error
 
     agents_llm.add("default", error(500, "the model endpoint is down"), text("Back online."))
     send(page, "hello?")

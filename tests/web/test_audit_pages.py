@@ -17,7 +17,7 @@ from agents_app.runtime import Runtime
 from audit_app.models import AuditLog, LLMCall
 from chat_app import services
 from chat_app.models import ChatSession
-from tests.fake_llm import call, text, tool_calls
+from fakes.openai_server import call, text, tool_calls
 from tests.support import audit_rows
 
 pytest_plugins = ["tests.support.fake_llm", "tests.support.runtime"]

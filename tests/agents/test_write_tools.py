@@ -17,12 +17,12 @@ from agents_app.hosts import ssh as ssh_transport
 from agents_app.models import MutatingProposal
 from agents_app.tools.base import ToolContext, ToolError, load_builtin_tools
 from agents_app.tools.writes import describe_change
+from fakes.openai_server import text
 from ops_app.models import ChangeEvent, Device, Incident
-from tests.fake_llm import text
-from tests.services import require
 from tests.support.alertmanager import running_alertmanager
 from tests.support.asyncdb import close_async_db_connections  # noqa: F401 - fixture
 from tests.support.gate import gated_call, make_chat, make_incident, make_user_agent, make_worker
+from tests.support.required import require
 from tests.support.sshd import SSHServer, sshd  # noqa: F401 - the fixture
 
 pytest_plugins = ["tests.support.fake_llm", "tests.support.runtime"]

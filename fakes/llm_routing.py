@@ -8,7 +8,7 @@ import threading
 from collections import defaultdict, deque
 from collections.abc import Callable
 
-from tests.fake_llm import RecordedRequest, Reply, error
+from fakes.openai_server import RecordedRequest, Reply, error
 
 AGENT = re.compile(r"You are the `([^`]+)` agent")
 

@@ -11,8 +11,8 @@ from channels.testing import WebsocketCommunicator
 
 from chat_app import services
 from chat_app.models import ChatSession
+from fakes.openai_server import call, text, tool_calls
 from ongrid_site.asgi import application
-from tests.fake_llm import call, text, tool_calls
 
 pytest_plugins = ["tests.support.fake_llm", "tests.support.runtime"]
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("inline_executor")]

@@ -18,9 +18,9 @@ from agents_app.turns import astart_turn
 from chat_app import services
 from chat_app.groups import session_group
 from chat_app.models import ChatSession, SessionStatus
-from tests.fake_llm import call, text, tool_calls
-from tests.services import require
+from fakes.openai_server import call, text, tool_calls
 from tests.support.django_subprocess import ROOT, child_env
+from tests.support.required import require
 
 pytest_plugins = ["tests.support.fake_llm", "tests.support.runtime"]
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -166,7 +166,7 @@ def test_canonical_text_round_trips_exactly():
     assert persona_to_markdown(again) == text
 
 
-@pytest.mark.parametrize("path", sorted((Path(__file__).parent.parent / "personas").rglob("*.md")), ids=str)
+@pytest.mark.parametrize("path", sorted((Path(__file__).parents[2] / "personas").rglob("*.md")), ids=str)
 def test_builtin_persona_files_are_written_in_canonical_form(path):
     text = path.read_text(encoding="utf-8")
     assert persona_to_markdown(parse_persona(text, path=str(path))) == text

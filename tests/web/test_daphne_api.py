@@ -9,7 +9,7 @@ import urllib.request
 import pytest
 from rest_framework.authtoken.models import Token
 
-from tests.fake_llm import text
+from fakes.openai_server import text
 
 pytest_plugins = ["tests.support.fake_llm", "tests.support.runtime", "tests.support.browser"]
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -17,7 +17,7 @@ from agents_app.kernel import run_agent
 from audit_app.models import AuditLog
 from audit_app.redaction import MASK, redact_arguments, redact_text
 from chat_app.models import ChatSession
-from tests.fake_llm import call, text, tool_calls
+from fakes.openai_server import call, text, tool_calls
 from tests.support.agents import context, make_tool, persona, provider_for
 
 pytest_plugins = ["tests.support.fake_llm"]

@@ -17,8 +17,8 @@ from ongrid_site.celery import app as celery_app
 from ops_app import knowledge, knowledge_index
 from ops_app.models import KnowledgeDocument, KnowledgePassage
 from ops_app.tasks import sync_knowledge_vault
-from tests.services import require
 from tests.support.asyncdb import close_async_db_connections  # noqa: F401 - fixture
+from tests.support.required import require
 
 VAULT = Path(django_settings.BASE_DIR) / "vault"
 

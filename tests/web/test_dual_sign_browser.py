@@ -18,9 +18,8 @@ from django.test import Client
 
 from agents_app import registry
 from agents_app.models import MutatingProposal
+from fakes.openai_server import text
 from ops_app.models import Incident
-from tests.fake_llm import text
-from tests.services import require
 from tests.support.gate import (
     DUAL,
     ack_arguments,
@@ -30,6 +29,7 @@ from tests.support.gate import (
     make_user_agent,
     make_worker,
 )
+from tests.support.required import require
 
 pytest_plugins = ["tests.support.fake_llm", "tests.support.runtime"]
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -42,7 +42,7 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
 
 @pytest.fixture(autouse=True)

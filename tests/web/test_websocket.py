@@ -15,10 +15,10 @@ from django.conf import settings
 
 from chat_app.groups import user_group
 from ongrid_site.asgi import application
-from tests.services import require
+from tests.support.required import require
 
 pytestmark = pytest.mark.django_db(transaction=True)
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ORIGIN = (b"origin", b"http://127.0.0.1")
 
 

@@ -20,7 +20,7 @@ from ops_app import roles
 from ops_app.services import create_user
 from tests.support.django_subprocess import DjangoProcess
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ADD_URL = "/admin/agents_app/useragent/add/"
 LIST_URL = "/admin/agents_app/useragent/"
 

@@ -16,8 +16,8 @@ from agents_app.tools.base import ToolContext
 from audit_app.models import AuditLog
 from chat_app import services
 from chat_app.models import ChatMessage, ChatSession, SessionStatus
-from tests.fake_llm import call, text, tool_calls
-from tests.support.llm_routing import tool_messages
+from fakes.llm_routing import tool_messages
+from fakes.openai_server import call, text, tool_calls
 
 pytest_plugins = ["tests.support.fake_llm", "tests.support.runtime"]
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -241,7 +241,7 @@ async def test_history_of_a_long_lived_session_is_rebuilt_for_the_next_turn(chat
 
 
 async def test_llm_failure_ends_the_turn_with_an_error_message_and_the_chat_stays_usable(chat, agents_llm):
-    from tests.fake_llm import error
+    from fakes.openai_server import error
 
     agents_llm.add("default", error(500, "upstream exploded"), text("back again"))
     await ask(chat, "first")

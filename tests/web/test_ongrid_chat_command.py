@@ -6,7 +6,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from chat_app.models import ChatSession
-from tests.fake_llm import call, text, tool_calls
+from fakes.openai_server import call, text, tool_calls
 
 pytest_plugins = ["tests.support.fake_llm", "tests.support.runtime"]
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -14,7 +14,7 @@ from agents_app.tools.base import ToolResult
 from audit_app.models import AuditLog, LLMCall
 from audit_app.recorder import record_llm_call
 from chat_app.models import ChatSession
-from tests.fake_llm import call, error, text, tool_calls
+from fakes.openai_server import call, error, text, tool_calls
 from tests.support.agents import context, make_tool, persona, provider_for
 
 pytest_plugins = ["tests.support.fake_llm"]
@@ -276,7 +276,7 @@ async def test_a_stop_during_streaming_ends_the_run_without_another_call(fake_ll
 
 
 async def test_concurrent_agents_get_their_own_script_by_system_prompt(fake_llm, org):
-    from tests.fake_llm import Reply
+    from fakes.openai_server import Reply
 
     def by_persona(request) -> Reply:
         who = "disk" if "You are specialist-disk." in request.system_prompt else "network"

@@ -23,9 +23,10 @@ from agents_app.tools.base import ToolError, load_builtin_tools
 from audit_app.models import AuditLog
 from chat_app.groups import session_group
 from chat_app.models import ChatSession, SessionStatus
+from fakes.llm_routing import tool_messages
+from fakes.openai_server import call, text, tool_calls
 from ongrid_site.asgi import application
 from ops_app.models import ChangeEvent, Incident
-from tests.fake_llm import call, text, tool_calls
 from tests.support.asyncdb import close_async_db_connections  # noqa: F401 - fixture
 from tests.support.gate import (
     DUAL,
@@ -36,7 +37,6 @@ from tests.support.gate import (
     make_user_agent,
     make_worker,
 )
-from tests.support.llm_routing import tool_messages
 
 pytest_plugins = ["tests.support.fake_llm", "tests.support.runtime"]
 pytestmark = [
