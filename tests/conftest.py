@@ -6,6 +6,15 @@ from ops_app import roles
 from ops_app.models import Organization
 from ops_app.services import create_organization, create_user
 
+# Fixture plugins for the whole suite, registered once here (not per module) so that pytest can
+# rewrite their assertions whichever test imports them first.
+pytest_plugins = [
+    "tests.support.fake_llm",
+    "tests.support.runtime",
+    "tests.support.browser",
+    "tests.support.asyncdb",
+]
+
 
 @pytest.fixture
 def org(db) -> Organization:

@@ -22,7 +22,6 @@ from fakes.openai_server import call, text, tool_calls
 from tests.support.django_subprocess import ROOT, child_env
 from tests.support.required import require
 
-pytest_plugins = ["tests.support.fake_llm", "tests.support.runtime"]
 pytestmark = pytest.mark.django_db(transaction=True)
 
 

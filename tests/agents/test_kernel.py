@@ -17,8 +17,6 @@ from chat_app.models import ChatSession
 from fakes.openai_server import call, error, text, tool_calls
 from tests.support.agents import context, make_tool, persona, provider_for
 
-pytest_plugins = ["tests.support.fake_llm"]
-
 pytestmark = pytest.mark.django_db(transaction=True)
 
 ASK = [{"role": "user", "content": "Why is checkout slow?"}]

@@ -16,8 +16,6 @@ from fakes.openai_server import FakeLLM, Reply, call, error, text, tool_calls
 from ongrid_site import config
 from tests.support.agents import provider_for
 
-pytest_plugins = ["tests.support.fake_llm"]
-
 USER = [{"role": "user", "content": "hello"}]
 TOOL = [{"type": "function", "function": {"name": "query_promql", "parameters": {"type": "object"}}}]
 

@@ -38,7 +38,6 @@ from tests.support.gate import (
     make_worker,
 )
 
-pytest_plugins = ["tests.support.fake_llm", "tests.support.runtime"]
 pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.usefixtures("close_async_db_connections"),

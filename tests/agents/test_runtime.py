@@ -19,7 +19,6 @@ from chat_app.models import ChatMessage, ChatSession, SessionStatus
 from fakes.llm_routing import tool_messages
 from fakes.openai_server import call, text, tool_calls
 
-pytest_plugins = ["tests.support.fake_llm", "tests.support.runtime"]
 pytestmark = pytest.mark.django_db(transaction=True)
 
 

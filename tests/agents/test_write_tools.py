@@ -25,7 +25,6 @@ from tests.support.gate import gated_call, make_chat, make_incident, make_user_a
 from tests.support.required import require
 from tests.support.sshd import SSHServer, sshd  # noqa: F401 - the fixture
 
-pytest_plugins = ["tests.support.fake_llm", "tests.support.runtime"]
 pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.usefixtures("close_async_db_connections"),

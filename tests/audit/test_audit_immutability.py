@@ -12,7 +12,6 @@ from chat_app.models import ChatSession
 from tests.support import audit_rows
 
 pytestmark = pytest.mark.django_db
-pytest_plugins = ["tests.support.asyncdb"]
 
 
 @pytest.fixture
@@ -119,13 +118,18 @@ def test_auditing_org_admin_sees_only_own_tenant_sessions_in_the_admin(client, o
     assert b"ours: disk on web-01" in page.content and b"theirs: payroll db" not in page.content
 
 
-def test_invoke_chain_only_ever_creates_audit_rows():
-    """The R15 chain writes audit rows with acreate only; the model guards would fail any other write."""
+def test_the_recorder_only_ever_creates_audit_rows_and_is_their_only_writer():
+    """Audit rows are written by `audit_app.recorder` with acreate only (the model guards would fail
+    any other write), and neither the tool chain nor the kernel touches the audit models."""
     import inspect
 
+    from agents_app import kernel
     from agents_app.tools import invoke
+    from audit_app import recorder
 
-    source = inspect.getsource(invoke)
-    assert "AuditLog.objects.acreate(" in source
+    source = inspect.getsource(recorder)
+    assert "AuditLog.objects.acreate(" in source and "LLMCall.objects.acreate(" in source
     for forbidden in (".asave(", ".save(", ".aupdate(", ".update(", ".adelete(", ".delete("):
         assert forbidden not in source
+    for caller in (invoke, kernel):
+        assert "AuditLog" not in inspect.getsource(caller) and "LLMCall" not in inspect.getsource(caller)

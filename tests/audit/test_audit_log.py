@@ -20,8 +20,6 @@ from chat_app.models import ChatSession
 from fakes.openai_server import call, text, tool_calls
 from tests.support.agents import context, make_tool, persona, provider_for
 
-pytest_plugins = ["tests.support.fake_llm"]
-
 SECRET_ARGS = (
     '{"device": "db-01",  "password": "hunter2-xyz", '
     '"header": "Authorization: Bearer abcdefghijklmnop123", "note": "keep me"}'

@@ -20,7 +20,6 @@ from chat_app.models import ChatSession
 from fakes.openai_server import call, text, tool_calls
 from tests.support import audit_rows
 
-pytest_plugins = ["tests.support.fake_llm", "tests.support.runtime"]
 pytestmark = pytest.mark.django_db(transaction=True)
 
 PRICES = {"fake-model": {"input": 2.0, "output": 4.0}, "gpt-4o-mini": {"input": 0.15, "output": 0.6}}

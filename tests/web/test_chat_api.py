@@ -9,7 +9,6 @@ from chat_app import services
 from chat_app.models import ChatSession
 from fakes.openai_server import call, text, tool_calls
 
-pytest_plugins = ["tests.support.fake_llm", "tests.support.runtime"]
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("inline_executor")]
 
 

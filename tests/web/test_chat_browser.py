@@ -9,7 +9,6 @@ import pytest
 from fakes.openai_server import call, text, tool_calls
 from tests.support.browser import log_in, screenshot
 
-pytest_plugins = ["tests.support.fake_llm", "tests.support.runtime", "tests.support.browser"]
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 WAIT_MS = 20_000
 

@@ -14,7 +14,6 @@ from chat_app.models import ChatSession
 from fakes.openai_server import call, text, tool_calls
 from ongrid_site.asgi import application
 
-pytest_plugins = ["tests.support.fake_llm", "tests.support.runtime"]
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("inline_executor")]
 ORIGIN = (b"origin", b"http://127.0.0.1")
 DEADLINE = 20.0

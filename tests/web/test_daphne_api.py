@@ -11,7 +11,6 @@ from rest_framework.authtoken.models import Token
 
 from fakes.openai_server import text
 
-pytest_plugins = ["tests.support.fake_llm", "tests.support.runtime", "tests.support.browser"]
 pytestmark = pytest.mark.django_db(transaction=True)
 
 

@@ -31,7 +31,6 @@ from tests.support.gate import (
 )
 from tests.support.required import require
 
-pytest_plugins = ["tests.support.fake_llm", "tests.support.runtime"]
 pytestmark = pytest.mark.django_db(transaction=True)
 
 CHROMIUM = "/usr/bin/chromium"

@@ -8,7 +8,6 @@ from django.core.management import CommandError, call_command
 from chat_app.models import ChatSession
 from fakes.openai_server import call, text, tool_calls
 
-pytest_plugins = ["tests.support.fake_llm", "tests.support.runtime"]
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
