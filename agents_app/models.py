@@ -5,6 +5,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from agents_app.personas import (
+    KNOWN_KEYS,
     MAX_TOOL_CALLS_LIMIT,
     MAX_TURNS_LIMIT,
     NAME_MAX_LENGTH,
@@ -84,19 +85,11 @@ class UserAgent(TenantModel):
         return instance
 
     def front_matter(self) -> dict:
-        meta = {
-            "name": self.name,
-            "description": self.description,
-            "when_to_use": self.when_to_use,
-            "tools": self.tools,
-            "disallowed_tools": self.disallowed_tools or [],
-            "permission_mode": self.permission_mode,
-            "max_turns": self.max_turns,
-            "max_tool_calls": self.max_tool_calls,
-            "model": self.model or None,
-            "critical_reminder": self.critical_reminder,
-            "skills": self.skills or [],
-        }
+        """The row's front-matter keys (the persona schema's `KNOWN_KEYS`), then its unknown keys."""
+        meta = {key: getattr(self, key) for key in KNOWN_KEYS}
+        meta["disallowed_tools"] = meta["disallowed_tools"] or []
+        meta["skills"] = meta["skills"] or []
+        meta["model"] = meta["model"] or None
         # Unknown keys only: a known key smuggled into `extra` must not override its own column.
         meta.update({key: value for key, value in (self.extra or {}).items() if key not in meta})
         return meta

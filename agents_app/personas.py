@@ -75,8 +75,13 @@ NAME_MAX_LENGTH = 64
 NAME_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 # A tool entry: a tool name (snake_case or PascalCase for the control tools) or a `*` pattern.
 TOOL_ENTRY_RE = re.compile(r"^[A-Za-z0-9_*-]+$")
-REQUIRED_KEYS = ("name", "description", "when_to_use")
-OPTIONAL_KEYS = (
+# The persona schema, declared once (docs/personas.md): the front-matter keys in file order, the
+# first three required. Everything else (the user-agent columns, the admin form, the API
+# serializer, the canonical export) is derived from these tuples and `persona_fields`.
+KNOWN_KEYS = (
+    "name",
+    "description",
+    "when_to_use",
     "tools",
     "disallowed_tools",
     "permission_mode",
@@ -86,7 +91,12 @@ OPTIONAL_KEYS = (
     "critical_reminder",
     "skills",
 )
-KNOWN_KEYS = REQUIRED_KEYS + OPTIONAL_KEYS
+REQUIRED_KEYS = KNOWN_KEYS[:3]
+OPTIONAL_KEYS = KNOWN_KEYS[3:]
+# What a stored persona (a user agent) holds: every key, the body, and the unknown keys it kept.
+STORED_FIELDS = (*REQUIRED_KEYS, "body", *OPTIONAL_KEYS, "extra")
+# Keys left out of a canonical file when they hold their implicit value.
+_OMITTED_WHEN_EMPTY = frozenset({"disallowed_tools", "model", "critical_reminder", "skills"})
 _YAML = frontmatter.YAMLHandler()
 
 
@@ -301,27 +311,25 @@ def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
 _Dumper.add_representer(str, _represent_str)
 
 
+def persona_fields(persona: Persona) -> dict[str, Any]:
+    """Every stored field of `persona` as plain JSON values (lists, not tuples; "" for no model)."""
+    values: dict[str, Any] = {}
+    for key in STORED_FIELDS:
+        value = getattr(persona, key)
+        values[key] = list(value) if isinstance(value, tuple) else dict(value) if key == "extra" else value
+    values["model"] = persona.model or ""
+    return values
+
+
 def persona_to_mapping(persona: Persona) -> dict[str, Any]:
     """The front-matter keys of `persona`, canonical order, defaults left out where implicit."""
-    meta: dict[str, Any] = {
-        "name": persona.name,
-        "description": persona.description,
-        "when_to_use": persona.when_to_use,
-    }
-    if persona.tools is not None:
-        meta["tools"] = list(persona.tools)
-    if persona.disallowed_tools:
-        meta["disallowed_tools"] = list(persona.disallowed_tools)
-    meta["permission_mode"] = persona.permission_mode
-    meta["max_turns"] = persona.max_turns
-    if persona.max_tool_calls is not None:
-        meta["max_tool_calls"] = persona.max_tool_calls
-    if persona.model:
-        meta["model"] = persona.model
-    if persona.critical_reminder:
-        meta["critical_reminder"] = persona.critical_reminder
-    if persona.skills:
-        meta["skills"] = list(persona.skills)
+    fields = persona_fields(persona)
+    meta: dict[str, Any] = {}
+    for key in KNOWN_KEYS:
+        value = fields[key]
+        if value is None or (key in _OMITTED_WHEN_EMPTY and not value):
+            continue
+        meta[key] = value
     meta.update(persona.extra)
     return meta
 

@@ -22,9 +22,11 @@ from agents_app.personas import (
     NAME_MAX_LENGTH,
     NAME_RE,
     REVIEWER,
+    STORED_FIELDS,
     Persona,
     PersonaError,
     parse_persona,
+    persona_fields,
     persona_to_markdown,
 )
 from ops_app import roles
@@ -32,21 +34,7 @@ from ops_app.tenancy import sees_all_tenants
 
 log = logging.getLogger(__name__)
 
-PERSONA_FIELDS = (
-    "name",
-    "description",
-    "when_to_use",
-    "body",
-    "tools",
-    "disallowed_tools",
-    "permission_mode",
-    "max_turns",
-    "max_tool_calls",
-    "model",
-    "critical_reminder",
-    "skills",
-    "extra",
-)
+PERSONA_FIELDS = STORED_FIELDS
 
 
 def may_override_coordinator(user) -> bool:
@@ -123,24 +111,6 @@ def validate(agent: UserAgent, user=None) -> None:
         raise ValidationError(errors)
 
 
-def fields_from_persona(persona: Persona) -> dict:
-    return {
-        "name": persona.name,
-        "description": persona.description,
-        "when_to_use": persona.when_to_use,
-        "body": persona.body,
-        "tools": list(persona.tools) if persona.tools is not None else None,
-        "disallowed_tools": list(persona.disallowed_tools),
-        "permission_mode": persona.permission_mode,
-        "max_turns": persona.max_turns,
-        "max_tool_calls": persona.max_tool_calls,
-        "model": persona.model or "",
-        "critical_reminder": persona.critical_reminder,
-        "skills": list(persona.skills),
-        "extra": dict(persona.extra),
-    }
-
-
 def to_markdown(agent: UserAgent) -> str:
     """The row as a persona file ("view as .md"); importing it gives the same row back."""
     return persona_to_markdown(agent.to_persona())
@@ -164,7 +134,7 @@ def import_markdown(text: str, organization, user, *, overwrite: bool = False) -
         )
     if agent is None:
         agent = UserAgent(organization=organization, created_by=user if user and user.pk else None)
-    for key, value in fields_from_persona(persona).items():
+    for key, value in persona_fields(persona).items():
         setattr(agent, key, value)
     validate(agent, user)
     agent.save()
