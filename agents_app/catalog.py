@@ -1,4 +1,4 @@
-"""The agent catalog (R6): the machine-generated list of valid `subagent_type` values that the
+"""The agent catalog (docs/personas.md): the machine-generated list of valid `subagent_type` values that the
 coordinator's system prompt and per-turn reminder carry. The offline model parses this exact
 format, so it is produced here and nowhere else."""
 

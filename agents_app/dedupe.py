@@ -1,4 +1,4 @@
-"""Dispatch dedupe (R11): an identical AgentTool call within 120 s returns the earlier result
+"""Dispatch dedupe (docs/runtime.md): an identical AgentTool call within 120 s returns the earlier result
 instead of spawning another worker. This is what stopped coordinator loops that re-dispatched the
 same brief again and again. Keys include the root session, so two chats never share results.
 

@@ -32,7 +32,7 @@ def remember_main_loop(loop: asyncio.AbstractEventLoop) -> bool:
 
 
 async def reap_at_startup() -> None:
-    """Close the rows a crashed predecessor left running (R12); never fails the server."""
+    """Close the rows a crashed predecessor left running (docs/runtime.md); never fails the server."""
     from asgiref.sync import sync_to_async
 
     from chat_app.services import reap_orphans

@@ -17,7 +17,7 @@ from ops_app.tenancy import TenantModel
 
 
 class UserAgent(TenantModel):
-    """A persona written in the admin by an organization (the top layer of the registry, R2).
+    """A persona written in the admin by an organization (the top layer of the registry, docs/personas.md).
 
     Every persona key is a column so the admin can validate each one as a field; `extra` keeps
     unknown keys of an imported file so that import and "view as .md" round-trip.
@@ -138,7 +138,7 @@ class RegistryVersion(TenantModel):
 
 
 class MutatingProposal(TenantModel):
-    """One write/destructive tool call held by the review gate (R16), and what became of it.
+    """One write/destructive tool call held by the review gate (docs/review-gate.md), and what became of it.
 
     The row is written before the reviewer runs, so an approval card, the admin and the session
     tree can show a change that is still being reviewed. `decision` is the final word; the

@@ -1,7 +1,7 @@
 """Persona values and the persona file format.
 
-A persona is a Markdown file with YAML front matter (R1): the front matter says what the agent is
-and what it may use, the body is its system prompt. This module turns text into a `Persona` (and
+A persona is a Markdown file with YAML front matter (docs/personas.md): the front matter says what
+the agent is and what it may use, the body is its system prompt. This module turns text into a `Persona` (and
 back, for the admin's "view as .md"), and nothing else: where files come from and which one wins
 is the registry's business (`agents_app.registry`).
 

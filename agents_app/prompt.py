@@ -1,4 +1,4 @@
-"""System prompt composition (R5) and the per-turn reminder (R7).
+"""System prompt composition and the per-turn reminder (docs/kernel.md, "One turn of an agent").
 
 The order is part of the product's contract: models weigh what comes last, so the persona's
 critical reminder sits right after its body and the skills come last. The catalog is

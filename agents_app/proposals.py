@@ -1,4 +1,4 @@
-"""Every write to a `MutatingProposal` goes through these functions (R16).
+"""Every write to a `MutatingProposal` goes through these functions (docs/review-gate.md).
 
 A proposal moves one way only: pending → approve | reject, and every transition is a
 conditional UPDATE on `decision = pending`, so a human's click, the gate's timeout and a second

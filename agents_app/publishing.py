@@ -56,7 +56,7 @@ class KernelSink:
         kind = type(event).__name__
         data = asdict(event) if is_dataclass(event) else dict(event)
         if self.is_worker and kind == "TextDelta":
-            return  # the user never sees a worker's raw transcript (R20)
+            return  # the user never sees a worker's raw transcript (docs/chat.md)
         names = {
             "TextDelta": "text.delta",
             "ToolStart": "tool.started",

@@ -1,5 +1,5 @@
-"""Redirect stubs (R14): tool names the LLM is known to hallucinate on the coordinator, each mapped
-to the specialist that owns the real tool. Plain data: append a row when evals show a new
+"""Redirect stubs (docs/runtime.md): tool names the LLM is known to hallucinate on the coordinator,
+each mapped to the specialist that owns the real tool. Plain data: append a row when evals show a new
 hallucination, and keep the list short, since every stub costs a schema slot in the prompt."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The agent registry: which personas exist, for whom, right now.
 
-Layers, lowest first (R2, R3):
+Layers, lowest first (docs/personas.md):
 1. the built-in files in `personas/`;
 2. each `ONGRID_AGENTS_DIRS` directory, in order (a mounted `default.md` replaces the coordinator);
 3. the enabled user agents of the caller's organization (database rows edited in the admin).
@@ -9,7 +9,7 @@ Layers 1–2 are one `AgentRegistry` per process, loaded on first use. Layer 3 i
 registry per organization whose parent is that shared file registry, so an organization's user
 agent shadows a file persona of the same name and removing it reveals the file persona again.
 
-Cross-process freshness (R4): every write to a user agent bumps a per-organization counter row
+Cross-process freshness (docs/personas.md): every write to a user agent bumps a per-organization counter row
 (`RegistryVersion`) inside the same transaction. `get_registry(org)` reads that counter (one
 primary-key lookup) and rebuilds the organization's overlay only when it differs from the version
 the overlay was built at. So every daphne process and Celery worker sees an edit at its next

@@ -1,4 +1,4 @@
-"""The review gate (R16): no write or destructive call runs because one LLM said so.
+"""The review gate (docs/review-gate.md): no write or destructive call runs because one LLM said so.
 
 A policy of the runtime: `AgentsAppConfig.ready()` installs `ReviewGate(get_runtime())` into the
 tool chain (`agents_app.tools.invoke.set_review_gate`), so every process that serves chats

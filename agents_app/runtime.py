@@ -174,7 +174,7 @@ class Runtime:
         tool_call_id: str,
         publisher: Publisher | None = None,
     ) -> WorkerOutcome:
-        """Run the reviewer on one held call (R16). Only the review gate calls this.
+        """Run the reviewer on one held call (docs/review-gate.md). Only the review gate calls this.
 
         The reviewer's row hangs under the session whose call is held (`spawned_by_call` = that
         call), and it gets read tools only, whatever a mounted persona file lists.

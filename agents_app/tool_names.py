@@ -41,7 +41,7 @@ WRITE_TOOLS: tuple[str, ...] = (
     "resolve_incident",
     "create_silence",
 )
-# Orchestration tools only the coordinator carries; workers never get them (R9).
+# Orchestration tools only the coordinator carries; workers never get them (docs/runtime.md).
 CONTROL_TOOLS: tuple[str, ...] = ("AgentTool", "SendMessage", "TaskStop")
 
 KNOWN_TOOLS: frozenset[str] = frozenset(READ_TOOLS + WRITE_TOOLS + CONTROL_TOOLS)

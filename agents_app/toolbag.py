@@ -1,4 +1,4 @@
-"""Which tools an agent gets (R8, R9): the persona's whitelist minus its blacklist, then the
+"""Which tools an agent gets (docs/runtime.md): the persona's whitelist minus its blacklist, then the
 structural rules no persona file can override (workers never nest; read-only never mutates)."""
 
 from __future__ import annotations

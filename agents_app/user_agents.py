@@ -49,7 +49,7 @@ def is_org_admin(user) -> bool:
 
 
 def field_errors(agent: UserAgent, user=None) -> dict[str, list[str]]:
-    """Every rule a user agent must pass, as messages per field (R4)."""
+    """Every rule a user agent must pass, as messages per field (docs/personas.md)."""
     errors: dict[str, list[str]] = {}
 
     def add(name: str, message: str) -> None:

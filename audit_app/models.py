@@ -1,4 +1,4 @@
-"""The audit trail: one row per tool call (R19) and one per LLM call.
+"""The audit trail: one row per tool call (docs/kernel.md) and one per LLM call.
 
 Rows are written by the kernel's invoke chain only (`agents_app.tools.invoke`) and never edited.
 They outlive the sessions they describe: deleting a chat session keeps its audit rows (the

@@ -32,7 +32,7 @@ class Channel(models.TextChoices):
 
 
 class ChatSession(TenantModel):
-    """One row per coordinator or worker session (R18). Workers point at their coordinator."""
+    """One row per coordinator or worker session (docs/runtime.md). Workers point at their coordinator."""
 
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL,

@@ -151,7 +151,8 @@ def merge_usage(base: dict, extra: dict) -> dict:
 def open_worker_session(
     parent: ChatSession, persona_name: str, description: str, prompt: str, tool_call_id: str = ""
 ) -> ChatSession:
-    """The worker's row exists before the worker runs, so the session tree resolves at once (R12)."""
+    """The worker's row exists before the worker runs, so the session tree resolves at once
+    (docs/runtime.md, "Worker lifecycle")."""
     kind = SessionKind.INVESTIGATION if persona_name == "incident-investigator" else SessionKind.WORK
     worker = ChatSession.objects.create(
         organization_id=parent.organization_id,
@@ -231,7 +232,8 @@ def _owner_is_gone(owner: str, heartbeat_at, now) -> bool:
 
 
 def reap_orphans(now=None) -> int:
-    """Close rows whose owning process died mid-run (R12): workers end `failed`, coordinators go idle."""
+    """Close rows whose owning process died mid-run: workers end `failed`, coordinators go idle
+    (docs/runtime.md, "Worker lifecycle")."""
     now = now or timezone.now()
     open_rows = ChatSession.objects.filter(status__in=[SessionStatus.PENDING, SessionStatus.RUNNING]).only(
         "pk", "owner", "heartbeat_at", "parent_session_id"

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 ToolClass = Literal["read", "write", "destructive"]
 DEFAULT_TIMEOUT = 15.0
-# Audit statuses a tool outcome can carry (R19).
+# Audit statuses a tool outcome can carry (docs/kernel.md).
 STATUSES = ("ok", "error", "timeout", "redirect", "rejected", "deduped", "killed")
 
 

@@ -1,4 +1,4 @@
-"""Host inspection tools (R17): read-only views of one device, over SSH or on the Ongrid host.
+"""Host inspection tools (docs/hosts.md): read-only views of one device, over SSH or on the Ongrid host.
 
 Every tool takes `device` (id or name), resolved inside the caller's organization only, runs
 fixed argv commands through the device's transport with a timeout and an output cap, and turns

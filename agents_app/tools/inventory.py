@@ -1,4 +1,4 @@
-"""Read tools over the managed estate (R17): incidents, alerts, rules, devices, change events,
+"""Read tools over the managed estate (docs/estate.md): incidents, alerts, rules, devices, change events,
 the service graph and incident correlation.
 
 Every query is scoped to `ctx.organization_id`. Results are compact JSON for an LLM: ids, names,

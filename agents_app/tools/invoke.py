@@ -1,4 +1,4 @@
-"""The one place a tool call is executed: the R15 decorator chain.
+"""The one place a tool call is executed: the decorator chain of docs/kernel.md.
 
     tenant binding → review gate → timeout → audit → metrics
 

@@ -1,4 +1,4 @@
-"""Telemetry tools (R17): PromQL against the Prometheus HTTP API, LogQL against Loki, TraceQL
+"""Telemetry tools (docs/estate.md): PromQL against the Prometheus HTTP API, LogQL against Loki, TraceQL
 against Tempo.
 
 A backend that is not configured gives a "not configured" result (the LLM should stop trying);

@@ -1,4 +1,5 @@
-"""The first write tools (R17): restart a service, acknowledge / resolve an incident, silence alerts.
+"""The first write tools (docs/review-gate.md): restart a service, acknowledge / resolve an
+incident, silence alerts.
 
 None of them runs unless the review gate approved the call (agents_app.review_gate). Each
 one also describes itself for the reviewer (`describe_change`): what it changes, where, and how

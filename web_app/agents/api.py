@@ -142,7 +142,7 @@ class SignSerializer(serializers.Serializer):
 
 
 class ProposalSignView(APIView):
-    """`POST /api/proposals/{id}/approve|reject/`: the human half of dual sign (R16).
+    """`POST /api/proposals/{id}/approve|reject/`: the human half of dual sign (docs/review-gate.md).
 
     Only the chat's owner or an org admin of the proposal's organization may sign; another
     tenant's proposal does not exist for the caller (404). A proposal that is not waiting for a

@@ -157,7 +157,8 @@ def error_bubble(text: str) -> str:
 
 
 def proposal_card(card: dict, oob: bool = False) -> str:
-    """The dual-sign approval card (R16): what would change, where, why, and the reviewer's verdict."""
+    """The dual-sign approval card (docs/review-gate.md): what would change, where, why, and the
+    reviewer's verdict."""
     return _oob("_proposal.html", p=card, oob=oob)
 
 
