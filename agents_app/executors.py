@@ -13,7 +13,12 @@ import threading
 from collections.abc import Coroutine
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from django.conf import settings
+
+from agents_app.runtime import get_runtime
+from agents_app.tasks import run_turn_task
+from chat_app.services import reap_orphans
 
 log = logging.getLogger(__name__)
 
@@ -33,10 +38,6 @@ def remember_main_loop(loop: asyncio.AbstractEventLoop) -> bool:
 
 async def reap_at_startup() -> None:
     """Close the rows a crashed predecessor left running (docs/runtime.md); never fails the server."""
-    from asgiref.sync import sync_to_async
-
-    from chat_app.services import reap_orphans
-
     try:
         await sync_to_async(reap_orphans)()
     except Exception:  # noqa: BLE001 - a reaper failure must not take the server down
@@ -94,10 +95,6 @@ def executor_name() -> str:
 def submit_turn(session_id: int) -> asyncio.Future | concurrent.futures.Future | None:
     """Run the pending turn of `session_id` (its user message is already persisted)."""
     if executor_name() == "celery":
-        from agents_app.tasks import run_turn_task
-
         run_turn_task.delay(session_id)
         return None
-    from agents_app.runtime import get_runtime
-
     return run_in_background(get_runtime().run_turn(session_id))

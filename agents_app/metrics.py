@@ -12,6 +12,7 @@ import hmac
 import os
 
 from django.conf import settings
+from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -23,6 +24,8 @@ from prometheus_client import (
     multiprocess,
 )
 from prometheus_client.core import GaugeMetricFamily
+
+from chat_app.models import ChatSession, SessionStatus
 
 TOOL_INVOCATIONS = Counter(
     "ongrid_tool_invocations", "Tool calls by tool name and result status.", ["tool", "status"]
@@ -57,10 +60,6 @@ class WorkerSessionCollector:
         )
 
     def collect(self):
-        from django.db.models import Count
-
-        from chat_app.models import ChatSession, SessionStatus
-
         gauge = self._family()
         counts = dict.fromkeys((SessionStatus.PENDING.value, SessionStatus.RUNNING.value), 0)
         rows = (

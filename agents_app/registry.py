@@ -33,6 +33,7 @@ from typing import Generic, TypeVar
 from django.conf import settings
 
 from agents_app import tool_names
+from agents_app.models import RegistryVersion, UserAgent
 from agents_app.personas import (
     Persona,
     PersonaError,
@@ -328,8 +329,6 @@ def get_registry(organization_id: int | None = None) -> AgentRegistry:
     """
     if organization_id is None:
         return file_registry()
-    from agents_app.models import RegistryVersion, UserAgent
-
     version = RegistryVersion.current(organization_id)
     holder = _overlays.get(organization_id)
     if holder is not None and holder.version == version:
@@ -342,8 +341,6 @@ async def aget_registry(organization_id: int | None = None) -> AgentRegistry:
     """`get_registry` for the event loop: the same checks through Django's async ORM."""
     if organization_id is None:
         return file_registry()
-    from agents_app.models import RegistryVersion, UserAgent
-
     version = await RegistryVersion.acurrent(organization_id)
     holder = _overlays.get(organization_id)
     if holder is not None and holder.version == version:

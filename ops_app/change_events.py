@@ -21,11 +21,14 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from asgiref.sync import iscoroutinefunction
 from django.apps import apps
 from django.db import models
 from django.db.models.signals import post_delete, post_save, pre_save
 from django.utils import timezone
 from django.utils.decorators import sync_and_async_middleware
+
+from ops_app.models import ChangeEvent
 
 log = logging.getLogger(__name__)
 
@@ -88,8 +91,6 @@ def suppressed() -> Iterator[None]:
 @sync_and_async_middleware
 def ChangeActorMiddleware(get_response):  # noqa: N802 - Django middleware factory naming
     """Name the request's user as the actor of every change made while serving the request."""
-    from asgiref.sync import iscoroutinefunction
-
     if iscoroutinefunction(get_response):
 
         async def middleware(request):
@@ -196,8 +197,6 @@ def _on_post_delete(sender, instance, **kwargs) -> None:
 
 
 def _record(sender, instance, action: str, before: dict, after: dict, secrets_changed: list[str]) -> None:
-    from ops_app.models import ChangeEvent
-
     organization_id = getattr(instance, "organization_id", None)
     if organization_id is None:
         return  # not a tenant row: nowhere to record it

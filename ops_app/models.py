@@ -1,6 +1,7 @@
 import secrets
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 
 from ops_app import roles
@@ -320,8 +321,6 @@ class TopologyEdge(TenantModel):
         return f"{self.source} → {self.target}" + (f" ({self.protocol})" if self.protocol else "")
 
     def clean(self) -> None:
-        from django.core.exceptions import ValidationError
-
         for end in (self.source, self.target):
             if end is not None and self.organization_id and end.organization_id != self.organization_id:
                 raise ValidationError("Both ends of an edge must belong to the edge's organization.")

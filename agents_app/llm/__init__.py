@@ -31,6 +31,7 @@ def get_provider(model_hint: str | None = None) -> LLMProvider:
     whatever the settings say, so a persona can be pinned to the deterministic stand-in.
     """
     config = settings.CONFIG
+    # Each provider is imported when chosen: a deployment on one never loads the other's client.
     if model_hint == "offline" or config.llm == "offline":
         from agents_app.llm.offline import OfflineProvider
 
