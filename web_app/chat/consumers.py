@@ -6,6 +6,7 @@ import asyncio
 import json
 
 from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer, AsyncWebsocketConsumer
 from django.template.loader import render_to_string
 from django.utils import timezone
@@ -86,7 +87,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         chat = await ChatSession.objects.aget(pk=self.chat.pk)
         if chat.status != SessionStatus.RUNNING:
             return
-        turns = await sync_to_async(build_turns)(chat, last=1)
+        turns = await database_sync_to_async(build_turns)(chat, last=1)
         if not turns:
             return
         turn = turns[-1]
