@@ -170,9 +170,9 @@ REFUSED = [
     ("nice rm x", "`nice`"),
     (". /tmp/evil", "`.`"),
     ("exec rm x", "`exec`"),
-    ("grep -r DATABASE_URL /proc", "`grep -r /proc`: searching /, /proc"),
+    ("grep -r DATABASE_URL /proc", "`grep -r /proc`: a recursive search of /proc"),
     ("grep -rai key /", "`grep -r /`"),
-    ("grep -r x /var/../proc/1", "searching /, /proc"),
+    ("grep -r x /var/../proc/1", "a recursive search of /proc/1 would read /proc"),
     ("grep -R x /var/log", "`grep -R`: -R follows symbolic links"),
     ("grep --recursive x", "name the directories"),
     ("zgrep -d recurse x /", "`zgrep -r /`"),
@@ -308,10 +308,10 @@ def test_whatever_passes_runs_only_allowlisted_programs(line):
 def test_protected_folders_are_off_limits_on_the_local_device():
     protected = ["/srv/ongrid/var"]
     for line, fragment in [
-        ("cat /srv/ongrid/var/ongrid.sqlite3", "`/srv/ongrid/var/ongrid.sqlite3`: Ongrid's own data folder"),
+        ("cat /srv/ongrid/var/ongrid.sqlite3", "`/srv/ongrid/var/ongrid.sqlite3`: /srv/ongrid/var is off limits"),
         ("head -c 100 srv/ongrid/var/admin-token", "data folder"),
         ("ls /srv/ongrid/./var", "data folder"),
-        ("grep -r BEGIN /srv", "`grep -r /srv`: the search would cover Ongrid's own data folder"),
+        ("grep -r BEGIN /srv", "`grep /srv`: the recursive read would cover /srv/ongrid/var"),
         ("grep --file=/srv/ongrid/var/x y /etc", "data folder"),
     ]:
         with pytest.raises(PolicyRefusal) as refusal:
