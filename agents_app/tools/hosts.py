@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
+import sys
 from pathlib import Path
 
 from django.conf import settings
@@ -82,14 +83,36 @@ async def run_on_device(
 
 
 def protected_folders(device: Device) -> list[str]:
-    """On the Ongrid host itself, Ongrid's data folder and SQLite database are off limits."""
+    """On the Ongrid host itself (local transport), the folders no tool may read: Ongrid's data
+    folder (database, generated secrets), its SQLite database's folder, its code, its virtualenv,
+    and /proc and /sys (the server's own environment and memory). Empty for other devices."""
     if device.transport != Device.Transport.LOCAL:
         return []
-    folders = [str(settings.CONFIG.data_dir)]
+    folders = [str(settings.CONFIG.data_dir), str(settings.BASE_DIR), sys.prefix, "/proc", "/sys"]
     database = settings.DATABASES["default"]
     if database["ENGINE"].endswith("sqlite3") and str(database["NAME"]).startswith("/"):
         folders.append(str(Path(database["NAME"]).parent))
     return folders
+
+
+def _local_path(target: Device, path: str) -> tuple[str, list[str]]:
+    """For a path a fixed tool reads on `target`: on the Ongrid host, refuse it inside a
+    protected folder and return its real path with the protected roots it contains (the tool
+    excludes them); elsewhere the path unchanged and no exclusions."""
+    roots = shell_policy.protected_roots(protected_folders(target))
+    if not roots:
+        return path, []
+    try:
+        shell_policy.check_local_path(path, roots)
+    except shell_policy.PolicyRefusal as refusal:
+        raise ToolError(str(refusal)) from None
+    real = shell_policy.resolve_local(path)[1]
+    return real, [root for root in roots if shell_policy.inside(root, real) and root != real]
+
+
+def _glob_literal(path: str) -> str:
+    """A path as an fnmatch pattern matching only itself (du --exclude, find -path)."""
+    return re.sub(r"([*?\[])", r"[\1]", path)
 
 
 def _require_ok(result: CommandResult) -> None:
@@ -187,8 +210,12 @@ async def host_du_summary(ctx: ToolContext, device: str, path: str, depth: int =
     path = _absolute_path(path)
     depth = int(_bounded(depth, "depth", 1, 3, 1))
     limit = int(_bounded(limit, "limit", 1, 50, 10))
-    script = Script.command("du", "-a", "-x", "-B1", f"--max-depth={depth}", "--", path)
-    name, result = await run_on_device(ctx, device, script)
+    target, transport = await device_and_transport(ctx, device)
+    path, excluded = _local_path(target, path)
+    excludes = [f"--exclude={_glob_literal(root)}" for root in excluded]
+    script = Script.command("du", "-a", "-x", "-B1", f"--max-depth={depth}", *excludes, "--", path)
+    result = await run_with(target, transport, script)
+    name = target.name
     if result.timed_out or not result.stdout.strip():
         raise ToolError(result.error_text())
     entries = parsers.parse_du(result.stdout)
@@ -210,6 +237,7 @@ async def host_du_summary(ctx: ToolContext, device: str, path: str, depth: int =
         ],
         "warnings": _stderr_warnings(result),
         "truncated": result.truncated,
+        **({"excluded": excluded} if excluded else {}),
     }
 
 
@@ -234,9 +262,11 @@ async def host_find_large_files(
         raise ToolError(f"{path} is a virtual filesystem; pick a real directory")
     min_kib = int(_bounded(min_size_mb, "min_size_mb", 0, 10**7, 100) * 1024)
     limit = int(_bounded(limit, "limit", 1, 50, 10))
+    target, transport = await device_and_transport(ctx, device)
+    path, excluded = _local_path(target, path)
     prune: list[str] = ["("]
-    for index, root in enumerate(FORBIDDEN_ROOTS + ("/run",)):
-        prune += (["-o"] if index else []) + ["-path", root]
+    for index, root in enumerate([*FORBIDDEN_ROOTS, "/run", *excluded]):
+        prune += (["-o"] if index else []) + ["-path", _glob_literal(root)]
     script = Script.command(
         "find",
         path,
@@ -252,7 +282,8 @@ async def host_find_large_files(
         "-printf",
         parsers.FIND_FORMAT,
     )
-    name, result = await run_on_device(ctx, device, script)
+    result = await run_with(target, transport, script)
+    name = target.name
     if result.timed_out or (not result.ok and not result.stdout):
         raise ToolError(result.error_text())
     files = sorted(parsers.parse_find(result.stdout), key=lambda f: f["size_bytes"], reverse=True)
@@ -264,6 +295,7 @@ async def host_find_large_files(
         "files": files[:limit],
         "warnings": _stderr_warnings(result),
         "truncated": result.truncated,
+        **({"excluded": excluded} if excluded else {}),
     }
 
 
@@ -281,8 +313,11 @@ async def host_find_large_files(
 )
 async def host_stat_file(ctx: ToolContext, device: str, path: str, follow_symlinks: bool = False) -> dict:
     path = _absolute_path(path)
+    target, transport = await device_and_transport(ctx, device)
+    _local_path(target, path)  # on the Ongrid host: refused if it (or what it links to) is protected
     argv = ["stat", *(["-L"] if follow_symlinks else []), f"--printf={parsers.STAT_FORMAT}", "--", path]
-    name, result = await run_on_device(ctx, device, Script.command(*argv))
+    result = await run_with(target, transport, Script.command(*argv))
+    name = target.name
     _require_ok(result)
     return {"device": name, **parsers.parse_stat(result.stdout)}
 

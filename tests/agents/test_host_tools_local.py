@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from agents_app.shell_policy import PolicyRefusal, check
 from agents_app.tools.base import ToolContext, ToolError, load_builtin_tools
+from agents_app.tools.hosts import protected_folders
 from ops_app.models import Device
 from tests.support import httpd
 from tests.support.asyncdb import close_async_db_connections  # noqa: F401 - fixture
@@ -303,10 +305,22 @@ async def test_host_bash_refuses_and_nothing_runs(tools, ctx, local_device, tmp_
 
 async def test_host_bash_does_not_leak_ongrids_environment(tools, ctx, local_device, monkeypatch):
     monkeypatch.setenv("ONGRID_TEST_SECRET", "s3cr3t-value")
-    result = await tools["host_bash"].handler(ctx, device="web-01", command="cat /proc/self/status")
-    assert result["exit_status"] == 0
     with pytest.raises(ToolError, match="environments hold secrets"):
         await tools["host_bash"].handler(ctx, device="web-01", command="cat /proc/self/environ")
+    with pytest.raises(ToolError, match="/proc is off limits on the Ongrid host"):
+        await tools["host_bash"].handler(ctx, device="web-01", command="cat /proc/self/status")
+
+
+async def test_local_children_get_a_minimal_environment(monkeypatch):
+    from agents_app.hosts.local import CHILD_ENV, LocalTransport
+    from agents_app.hosts.transport import Script
+
+    monkeypatch.setenv("ONGRID_TEST_SECRET", "s3cr3t-value")
+    result = await LocalTransport().run(Script.command("cat", "/proc/self/environ"))
+    assert result.ok
+    variables = dict(item.split("=", 1) for item in result.stdout.split("\0") if item)
+    assert variables and set(variables) <= set(CHILD_ENV)
+    assert "s3cr3t-value" not in result.stdout and "SECRET_KEY" not in variables
 
 
 @pytest.fixture
@@ -370,3 +384,137 @@ def _processes_with(text: str) -> list[str]:
         if command == text:
             found.append(command)
     return found
+
+
+# --- the Ongrid host is not a device like the others: its own folders are off limits ----------------
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+@pytest.fixture
+def ongrid_data(tmp_path: Path, settings) -> Path:
+    """A temporary Ongrid data folder with a database file, next to an unprotected twin."""
+    import dataclasses
+
+    data = tmp_path / "srv" / "ongrid-data"
+    data.mkdir(parents=True)
+    (data / "ongrid.sqlite3").write_bytes(SQLITE_MAGIC + os.urandom(2 * MIB))
+    (tmp_path / "srv" / "public").mkdir()
+    (tmp_path / "srv" / "public" / "copy.sqlite3").write_bytes(SQLITE_MAGIC + b"not protected")
+    (tmp_path / "file-link").symlink_to(data / "ongrid.sqlite3")
+    (tmp_path / "dir-link").symlink_to(data)
+    settings.CONFIG = dataclasses.replace(settings.CONFIG, data_dir=data)
+    return data
+
+
+def _reads_of_the_database(data: Path, tmp_path: Path) -> list[str]:
+    database = data / "ongrid.sqlite3"
+    return [
+        f"cat {database}",
+        f"cat /{database}",  # //path
+        f"head -c 16 //{str(database).lstrip('/')}",
+        f"cat /proc/self/root{database}",
+        f"cat /proc/{os.getpid()}/root{database}",
+        f"cat {data}/../{data.name}/ongrid.sqlite3",
+        f"cat {tmp_path}/srv/./public/../ongrid-data/ongrid.sqlite3",
+        f"cat {tmp_path}/file-link",
+        f"cat {tmp_path}/dir-link/ongrid.sqlite3",
+        f"grep -c SQLite {tmp_path}/dir-link/ongrid.sqlite3",
+        f"grep -r SQLite {tmp_path}/srv",
+        f"grep -r SQLite {tmp_path}/dir-link",
+        f"find {tmp_path}/srv -name '*.sqlite3'",
+        f"du -a {tmp_path}",
+        f"ls -R {tmp_path}/srv",
+        f"find -L {tmp_path}/srv/public",
+        f"md5sum {database}",
+        f"file {database}",
+        f"stat -c %s {tmp_path}/file-link",
+        f"grep --file={database} x /etc/hostname",
+    ]
+
+
+async def test_host_bash_cannot_read_the_ongrid_database_by_any_path(
+    tools, ctx, local_device, ongrid_data, tmp_path
+):
+    control = await tools["host_bash"].handler(
+        ctx, device="web-01", command=f"head -c 15 {tmp_path}/srv/public/copy.sqlite3"
+    )
+    assert control["stdout"] == "SQLite format 3"  # the same read outside the data folder works
+    protected = protected_folders(local_device)
+    for command in _reads_of_the_database(ongrid_data, tmp_path):
+        if "/proc/" not in command:  # the Ongrid-host rule alone refuses it, not the secret deny list
+            with pytest.raises(PolicyRefusal, match="off limits on the Ongrid host|symbolic links"):
+                check(command, protected=protected)
+        with pytest.raises(ToolError, match="refused") as refusal:
+            await tools["host_bash"].handler(ctx, device="web-01", command=command)
+        assert "SQLite format 3" not in str(refusal.value), command
+
+
+async def test_host_bash_cannot_read_the_servers_environment(tools, ctx, local_device):
+    pid = os.getpid()
+    for command in (
+        f"cat /proc/{pid}/environ",
+        f"cat //proc/{pid}/environ",
+        f"cat /proc/{pid}/task/{pid}/environ",
+        f"cat /proc/self/root/proc/{pid}/environ",
+        f"grep -r SECRET_KEY //proc/{pid}",
+        f"grep -ra SECRET_KEY /proc/{pid}/",
+        f"head -c 100 /proc/{pid}/cmdline",
+        "cat /dev/fd/0",
+        "grep -r SECRET_KEY /",
+    ):
+        with pytest.raises(ToolError, match="refused") as refusal:
+            await tools["host_bash"].handler(ctx, device="web-01", command=command)
+        assert "ongrid-test-only-secret-key" not in str(refusal.value)
+
+
+async def test_host_bash_cannot_read_ongrids_code_or_virtualenv(tools, ctx, local_device):
+    from django.conf import settings
+
+    for command in (
+        f"cat {settings.BASE_DIR}/ongrid_site/settings.py",
+        f"grep -r import {settings.BASE_DIR}",
+        f"ls {sys.prefix}/bin",
+        f"find {Path(settings.BASE_DIR).parent} -name '*.py'",
+    ):
+        with pytest.raises(ToolError, match="off limits on the Ongrid host"):
+            await tools["host_bash"].handler(ctx, device="web-01", command=command)
+
+
+async def test_file_tools_refuse_the_data_folder_on_the_local_device(
+    tools, ctx, local_device, ongrid_data, tmp_path
+):
+    for path in (
+        str(ongrid_data / "ongrid.sqlite3"),
+        f"/{ongrid_data}/ongrid.sqlite3",
+        f"/proc/self/root{ongrid_data}",
+        f"{tmp_path}/srv/public/../ongrid-data",
+        f"{tmp_path}/file-link",
+        f"{tmp_path}/dir-link",
+    ):
+        with pytest.raises(ToolError, match="off limits on the Ongrid host"):
+            await tools["host_stat_file"].handler(ctx, device="web-01", path=path)
+        with pytest.raises(ToolError, match="off limits on the Ongrid host"):
+            await tools["host_du_summary"].handler(ctx, device="web-01", path=path)
+        with pytest.raises(ToolError, match="off limits on the Ongrid host|virtual filesystem"):
+            await tools["host_find_large_files"].handler(ctx, device="web-01", path=path, min_size_mb=0)
+    with pytest.raises(ToolError, match="off limits on the Ongrid host"):
+        await tools["host_stat_file"].handler(ctx, device="web-01", path=f"/proc/{os.getpid()}/environ")
+
+
+async def test_walks_above_the_data_folder_leave_it_out(tools, ctx, local_device, ongrid_data, tmp_path):
+    srv = tmp_path / "srv"
+    found = await tools["host_find_large_files"].handler(ctx, device="web-01", path=str(srv), min_size_mb=0)
+    assert [f["path"] for f in found["files"]] == [str(srv / "public" / "copy.sqlite3")]
+    assert str(ongrid_data) in found["excluded"]
+    usage = await tools["host_du_summary"].handler(ctx, device="web-01", path=str(srv), depth=2)
+    assert {e["path"] for e in usage["entries"]} == {
+        str(srv / "public"),
+        str(srv / "public" / "copy.sqlite3"),
+    }
+    assert usage["total_bytes"] < MIB  # the 2 MiB database is not counted
+
+
+async def test_the_same_paths_are_fine_on_a_device_that_is_not_the_ongrid_host(ongrid_data, tmp_path):
+    script = check(f"cat {ongrid_data}/ongrid.sqlite3 {tmp_path}/file-link")
+    assert script.pipelines[0][0][0] == "cat"
