@@ -83,11 +83,14 @@ class _PlatformFieldsRefused:
     def _refuse_platform_fields(self) -> None:
         sent = [name for name in PLATFORM_ONLY_FIELDS if name in self.data]
         if sent:
-            raise forms.ValidationError(
-                "Only platform staff may set %(fields)s; an org admin sets a user's role, and the "
-                "user always belongs to the org admin's own organization.",
-                code="platform_only",
-                params={"fields": ", ".join(sent)},
+            self.add_error(
+                None,
+                forms.ValidationError(
+                    "Only platform staff may set %(fields)s; an org admin sets a user's role, and "
+                    "the user always belongs to the org admin's own organization.",
+                    code="platform_only",
+                    params={"fields": ", ".join(sent)},
+                ),
             )
 
 
@@ -101,16 +104,18 @@ class OrgUserChangeForm(_PlatformFieldsRefused, UserChangeForm):
             self.fields["role"].initial = membership.role
 
     def clean(self):
+        cleaned = super().clean()
         self._refuse_platform_fields()
-        return super().clean()
+        return cleaned
 
 
 class OrgUserCreationForm(_PlatformFieldsRefused, AdminUserCreationForm):
     role = forms.ChoiceField(choices=ROLE_CHOICES, initial=roles.MEMBER)
 
     def clean(self):
+        cleaned = super().clean()
         self._refuse_platform_fields()
-        return super().clean()
+        return cleaned
 
 
 if admin.site.is_registered(User):
