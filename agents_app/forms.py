@@ -8,6 +8,7 @@ from django.core.exceptions import NON_FIELD_ERRORS
 
 from agents_app import user_agents
 from agents_app.models import UserAgent
+from agents_app.personas import MAX_PERSONA_BYTES
 from ops_app.tenancy import organization_of, sees_all_tenants
 
 
@@ -82,8 +83,10 @@ class ImportForm(forms.Form):
         data = super().clean()
         upload = data.get("file")
         if upload:
-            if upload.size > 256 * 1024:
-                raise forms.ValidationError("The file is larger than 256 KiB; a persona is far smaller.")
+            if upload.size > MAX_PERSONA_BYTES:
+                raise forms.ValidationError(
+                    f"The file is {upload.size} bytes; the limit is {MAX_PERSONA_BYTES} bytes."
+                )
             try:
                 data["markdown"] = upload.read().decode("utf-8")
             except UnicodeDecodeError:

@@ -97,7 +97,32 @@ OPTIONAL_KEYS = KNOWN_KEYS[3:]
 STORED_FIELDS = (*REQUIRED_KEYS, "body", *OPTIONAL_KEYS, "extra")
 # Keys left out of a canonical file when they hold their implicit value.
 _OMITTED_WHEN_EMPTY = frozenset({"disallowed_tools", "model", "critical_reminder", "skills"})
+# A persona is a page of text; anything larger is a mistake or an attack (docs/personas.md).
+MAX_PERSONA_BYTES = 64 * 1024
 _YAML = frontmatter.YAMLHandler()
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """YAML without anchors and aliases: `&a` / `*a` let a few hundred bytes expand to megabytes
+    ("billion laughs"), and no persona needs them."""
+
+    def compose_node(self, parent, index):
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent):
+            raise yaml.composer.ComposerError(
+                None, None, f"YAML aliases (*{event.anchor}) are not allowed in a persona", event.start_mark
+            )
+        if getattr(event, "anchor", None) is not None:
+            raise yaml.composer.ComposerError(
+                None, None, f"YAML anchors (&{event.anchor}) are not allowed in a persona", event.start_mark
+            )
+        return super().compose_node(parent, index)
+
+
+def check_size(text: str, path: str | None = None) -> None:
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_PERSONA_BYTES:
+        raise PersonaError(f"the persona is {size} bytes; the limit is {MAX_PERSONA_BYTES} bytes", path)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -108,6 +133,7 @@ def _split_front_matter(text: object, path: str | None) -> tuple[dict, str]:
     """Separate the YAML mapping from the body, with errors that point at the file's own lines."""
     if not isinstance(text, str):
         raise PersonaError("a persona must be text", path)
+    check_size(text, path)  # before any parsing
     text = text.removeprefix("\ufeff")
     stripped = text.lstrip()
     if not _YAML.detect(stripped):
@@ -124,7 +150,7 @@ def _split_front_matter(text: object, path: str | None) -> tuple[dict, str]:
     # The YAML block starts on the opening '---' line; blank lines before it shift every line number.
     offset = text[: len(text) - len(stripped)].count("\n")
     try:
-        meta = _YAML.load(raw_meta)
+        meta = yaml.load(raw_meta, Loader=_NoAliasLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
         raise PersonaError(_yaml_message(exc, offset), path) from None
     except (ValueError, TypeError, RecursionError, OverflowError) as exc:

@@ -8,6 +8,7 @@ API, a shell) bumps the organization's registry version and updates this process
 
 from __future__ import annotations
 
+import json
 import logging
 
 from django.core.exceptions import ValidationError
@@ -19,6 +20,7 @@ from agents_app.models import RegistryVersion, UserAgent
 from agents_app.personas import (
     COORDINATOR,
     KNOWN_KEYS,
+    MAX_PERSONA_BYTES,
     NAME_MAX_LENGTH,
     NAME_RE,
     REVIEWER,
@@ -48,12 +50,23 @@ def is_org_admin(user) -> bool:
     return may_override_coordinator(user)
 
 
+def stored_size(agent: UserAgent) -> int:
+    """Bytes the agent's persona takes (its fields as JSON); capped like a persona file."""
+    fields = {key: getattr(agent, key) for key in PERSONA_FIELDS}
+    return len(json.dumps(fields, default=str, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+
+
 def field_errors(agent: UserAgent, user=None) -> dict[str, list[str]]:
     """Every rule a user agent must pass, as messages per field (docs/personas.md)."""
     errors: dict[str, list[str]] = {}
 
     def add(name: str, message: str) -> None:
         errors.setdefault(name, []).append(message)
+
+    size = stored_size(agent)
+    if size > MAX_PERSONA_BYTES:
+        add("__all__", f"The agent is {size} bytes; the limit is {MAX_PERSONA_BYTES} bytes.")
+        return errors  # nothing else is worth checking on a value this size
 
     name = agent.name or ""
     if len(name) > NAME_MAX_LENGTH or not NAME_RE.match(name):

@@ -62,6 +62,8 @@ class Config:
     review_timeout: float = 60.0
     approval_timeout: float = 300.0
     restartable_services: tuple[str, ...] = ("nginx", "apache2", "haproxy")
+    # The Ongrid host itself as a device (transport "local"): off unless the operator says so.
+    allow_local_device: bool = False
 
     @property
     def uses_redis(self) -> bool:
@@ -215,4 +217,5 @@ def load(env: Mapping[str, str] | None = None) -> Config:
         review_timeout=_number(env, "ONGRID_REVIEW_TIMEOUT", 60.0, float, 1),
         approval_timeout=_number(env, "ONGRID_APPROVAL_TIMEOUT", 300.0, float, 1),
         restartable_services=tuple(_list(env, "ONGRID_RESTARTABLE_SERVICES", "nginx,apache2,haproxy")),
+        allow_local_device=_flag(env, "ONGRID_ALLOW_LOCAL_DEVICE"),
     )

@@ -110,6 +110,16 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 50,
+    # Error bodies always carry "error"; JSON bodies are capped and depth-limited (docs/security.md).
+    "DEFAULT_RENDERER_CLASSES": [
+        "ongrid_site.api_errors.ErrorJSONRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+    ],
+    "DEFAULT_PARSER_CLASSES": [
+        "ops_app.jsonbody.LimitedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
 }
 SPECTACULAR_SETTINGS = {"TITLE": "Ongrid API", "VERSION": "0.1.0", "SERVE_INCLUDE_SCHEMA": False}
 

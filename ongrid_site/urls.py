@@ -17,3 +17,9 @@ urlpatterns = [
     path("", include("web_app.urls")),
     path("", include("ops_app.urls")),
 ]
+
+# JSON error bodies for /api/ paths; Django's pages elsewhere (ongrid_site.api_errors).
+handler400 = "ongrid_site.api_errors.bad_request"
+handler403 = "ongrid_site.api_errors.permission_denied"
+handler404 = "ongrid_site.api_errors.page_not_found"
+handler500 = "ongrid_site.api_errors.server_error"

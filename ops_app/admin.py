@@ -4,7 +4,11 @@ from django.db import transaction
 from django.db.models import Count
 from django.urls import reverse
 
-from ops_app import knowledge
+from ops_app import (
+    admin_tenancy,  # noqa: F401 - registers organizations, memberships, users
+    devices,
+    knowledge,
+)
 from ops_app.admin_mixins import TenantScopedAdmin
 from ops_app.models import (
     Alert,
@@ -14,32 +18,11 @@ from ops_app.models import (
     Device,
     Incident,
     KnowledgeDocument,
-    Membership,
-    Organization,
     TopologyEdge,
     TopologyNode,
 )
 from ops_app.tasks import index_knowledge_document
 from ops_app.tenancy import organization_of
-
-
-@admin.register(Organization)
-class OrganizationAdmin(admin.ModelAdmin):
-    list_display = ("name", "slug", "created_at")
-    search_fields = ("name", "slug")
-    prepopulated_fields = {"slug": ("name",)}
-
-
-@admin.register(Membership)
-class MembershipAdmin(admin.ModelAdmin):
-    list_display = ("user", "organization", "role", "created_at")
-    list_filter = ("organization",)
-    search_fields = ("user__username", "organization__name")
-    list_select_related = ("user", "organization")
-
-    def get_queryset(self, request):
-        return super().get_queryset(request).prefetch_related("user__groups")
-
 
 # --- the managed estate -----------------------------------------------------------------------
 
@@ -84,6 +67,17 @@ class DeviceAdminForm(forms.ModelForm):
         for name in self.SECRETS:
             self.initial[name] = ""
 
+    local_refusal: str | None = None  # set per request by DeviceAdmin.get_form
+
+    def clean_transport(self):
+        transport = self.cleaned_data.get("transport")
+        touches_local = transport == Device.Transport.LOCAL or (
+            self.instance.pk and self.instance.transport == Device.Transport.LOCAL
+        )
+        if touches_local and self.local_refusal:
+            raise forms.ValidationError(self.local_refusal)
+        return transport
+
     def clean(self):
         cleaned = super().clean()
         for name in self.SECRETS:
@@ -101,6 +95,11 @@ class DeviceAdmin(TenantScopedAdmin):
     list_filter = ("kind", "transport", "online")
     search_fields = ("name", "address")
     readonly_fields = ("last_seen_at", "created_at", "updated_at")
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change=change, **kwargs)
+        form.local_refusal = devices.local_device_refusal(request.user)
+        return form
 
 
 class AlertInline(admin.TabularInline):

@@ -1,12 +1,53 @@
 """Admin behaviour shared by every tenant-owned model: an org admin sees and edits only rows of
-their organization, and new rows are stamped with it; platform staff see every tenant."""
+their organization, and new rows are stamped with it; platform staff see every tenant.
+
+The same rule covers the tenancy models themselves (organizations, memberships, users): an org
+admin's choices, autocompletes and raw-id pop-ups only ever list their own organization and its
+users (never platform staff), see `visible_users` / `visible_organizations`."""
 
 from __future__ import annotations
 
 from django.contrib import admin
+from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 
 from ops_app.tenancy import TenantModel, organization_of, sees_all_tenants
+
+
+def visible_organizations(user):
+    from ops_app.models import Organization
+
+    if sees_all_tenants(user):
+        return Organization.objects.all()
+    organization = organization_of(user)
+    return Organization.objects.filter(pk=organization.pk) if organization else Organization.objects.none()
+
+
+def visible_users(user):
+    """The users `user` may see in the admin: all for platform staff; otherwise the members of
+    their own organization, platform staff excluded."""
+    users = get_user_model().objects.all()
+    if sees_all_tenants(user):
+        return users
+    organization = organization_of(user)
+    if organization is None:
+        return users.none()
+    return users.filter(membership__organization=organization, is_superuser=False)
+
+
+def scoped_choices(related, user):
+    """The rows of `related` a form field may offer `user`, or None when no tenancy rule applies."""
+    from ops_app.models import Organization
+
+    if not isinstance(related, type):
+        return None
+    if issubclass(related, TenantModel):
+        return related.objects.for_user(user)
+    if issubclass(related, Organization):
+        return visible_organizations(user)
+    if issubclass(related, get_user_model()):
+        return visible_users(user)
+    return None
 
 
 class TenantScopedAdmin(admin.ModelAdmin):
@@ -26,10 +67,16 @@ class TenantScopedAdmin(admin.ModelAdmin):
         return filters
 
     def formfield_for_foreignkey(self, db_field, request, **kwargs):
-        related = db_field.related_model
-        if isinstance(related, type) and issubclass(related, TenantModel):
-            kwargs["queryset"] = related.objects.for_user(request.user)
+        choices = scoped_choices(db_field.related_model, request.user)
+        if choices is not None:
+            kwargs["queryset"] = choices
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def formfield_for_manytomany(self, db_field, request, **kwargs):
+        choices = scoped_choices(db_field.related_model, request.user)
+        if choices is not None:
+            kwargs["queryset"] = choices
+        return super().formfield_for_manytomany(db_field, request, **kwargs)
 
     def save_model(self, request, obj, form, change):
         if not sees_all_tenants(request.user):

@@ -4,7 +4,12 @@ The whole payload is validated before anything is written, and written in one tr
 bad delivery is refused with its reason and stores nothing. Alertmanager retries and re-sends
 groups, so ingestion is idempotent: an alert instance is keyed by (fingerprint, startsAt) and the
 incident of a group is found again through its alerts, or through the open incident of the same
-group key.
+group key. The same instance twice in one delivery is merged (the later entry wins).
+
+Concurrent deliveries of one group meet in the database, not in a read-then-write: an organization
+has at most one open incident per group key and one alert row per instance (unique constraints),
+and a delivery that loses a race (IntegrityError, or a deadlock / serialization failure) is
+replayed from the start in a fresh transaction, where it finds the winner's rows.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import datetime as dt
 import hashlib
 from dataclasses import dataclass, field
 
-from django.db import transaction
+from django.db import IntegrityError, OperationalError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -90,7 +95,12 @@ def parse_payload(data: object) -> ParsedPayload:
     alerts = data.get("alerts")
     if not isinstance(alerts, list) or not alerts:
         raise PayloadError("alerts must be a non-empty list")
-    parsed = [_parse_alert(i, raw) for i, raw in enumerate(alerts)]
+    merged: dict[tuple[str, dt.datetime], ParsedAlert] = {}
+    for i, raw in enumerate(alerts):
+        alert = _parse_alert(i, raw)
+        merged.pop((alert.fingerprint, alert.starts_at), None)  # the later entry wins, in its place
+        merged[(alert.fingerprint, alert.starts_at)] = alert
+    parsed = list(merged.values())
     return ParsedPayload(
         group_key=group_key,
         status=str(data.get("status", "")),
@@ -152,7 +162,10 @@ def _time(value: object, where: str) -> dt.datetime | None:
         raise PayloadError(f"{where} is not an RFC 3339 time: {value!r}") from None
     if parsed.tzinfo is None:
         raise PayloadError(f"{where} has no time zone: {value!r}")
-    return parsed.astimezone(dt.UTC)
+    try:
+        return parsed.astimezone(dt.UTC)
+    except OverflowError:
+        raise PayloadError(f"{where} is out of range: {value!r}") from None
 
 
 def _label_fingerprint(labels: dict) -> str:
@@ -164,56 +177,94 @@ def group_fingerprint(group_key: str) -> str:
     return hashlib.sha256(group_key.encode()).hexdigest()[:32]
 
 
+RETRIES = 5
+RETRYABLE_SQLSTATES = {"40001", "40P01"}  # serialization failure, deadlock detected
+
+
+class TransientIngestError(RuntimeError):
+    """The delivery kept losing races or the database was unavailable; Alertmanager should retry."""
+
+
 def ingest(receiver: AlertmanagerReceiver, payload: ParsedPayload) -> IngestResult:
-    """Store one validated delivery for the receiver's organization."""
+    """Store one validated delivery for the receiver's organization, replaying it after a lost race."""
+    for attempt in range(1, RETRIES + 1):
+        try:
+            return _ingest_once(receiver, payload)
+        except IntegrityError as exc:
+            problem: Exception = exc  # another delivery created the same incident or alert first
+        except OperationalError as exc:
+            if getattr(exc.__cause__, "sqlstate", None) not in RETRYABLE_SQLSTATES:
+                raise
+            problem = exc
+        if attempt == RETRIES:
+            raise TransientIngestError(f"gave up after {RETRIES} attempts: {problem}") from problem
+    raise AssertionError("unreachable")
+
+
+def _ingest_once(receiver: AlertmanagerReceiver, payload: ParsedPayload) -> IngestResult:
     org_id = receiver.organization_id
     with transaction.atomic():
+        # Lock the group's open incident first: deliveries of one group then queue here, in order.
+        open_incident = _open_incident(org_id, group_fingerprint(payload.group_key))
         existing = {
             (a.fingerprint, a.starts_at): a
-            for a in Alert.objects.select_for_update().filter(
+            for a in Alert.objects.select_for_update(of=("self",))
+            .select_related("incident")
+            .filter(
                 organization_id=org_id,
                 fingerprint__in={p.fingerprint for p in payload.alerts},
                 starts_at__in={p.starts_at for p in payload.alerts},
             )
+            .order_by("pk")
         }
-        incident = _incident_for(org_id, payload, existing)
+        incident = _incident_for(org_id, payload, existing, open_incident)
         created = updated = 0
+        fresh = []
         for parsed in payload.alerts:
             alert = existing.get((parsed.fingerprint, parsed.starts_at))
             if alert is None:
                 alert = Alert(
                     organization_id=org_id, fingerprint=parsed.fingerprint, starts_at=parsed.starts_at
                 )
+                _apply(alert, parsed, incident)
+                fresh.append(alert)
                 created += 1
             else:
+                _apply(alert, parsed, incident)
+                alert.save()
                 updated += 1
-            _apply(alert, parsed, incident)
-            alert.save()
+        Alert.objects.bulk_create(fresh, batch_size=500)
         _refresh_incident(incident, payload)
         AlertmanagerReceiver.objects.filter(pk=receiver.pk).update(last_delivery_at=timezone.now())
     return IngestResult([incident.pk], created, updated)
 
 
-def _incident_for(org_id: int, payload: ParsedPayload, existing: dict) -> Incident:
-    linked = next((a.incident for a in existing.values() if a.incident_id), None)
-    if linked is not None:
-        return linked
-    fingerprint = group_fingerprint(payload.group_key)
-    open_incident = (
+def _open_incident(org_id: int, fingerprint: str) -> Incident | None:
+    return (
         Incident.objects.select_for_update()
-        .filter(organization_id=org_id, fingerprint=fingerprint)
+        .filter(organization_id=org_id, fingerprint=fingerprint, source=Incident.Source.ALERTMANAGER)
         .exclude(status=Incident.Status.RESOLVED)
         .order_by("-started_at")
         .first()
     )
+
+
+def _incident_for(
+    org_id: int, payload: ParsedPayload, existing: dict, open_incident: Incident | None
+) -> Incident:
+    linked = next((a.incident for a in existing.values() if a.incident_id), None)
+    if linked is not None and (linked.status != Incident.Status.RESOLVED or open_incident is None):
+        return linked  # a resolved one is reopened only while its group has no other open incident
     if open_incident is not None:
         return open_incident
     first = min(payload.alerts, key=lambda a: a.starts_at)
+    # The unique constraint on (organization, group) among open incidents makes a concurrent
+    # twin fail here with IntegrityError; ingest() then replays the delivery and finds this row.
     return Incident.objects.create(
         organization_id=org_id,
         title=_title(payload),
         source=Incident.Source.ALERTMANAGER,
-        fingerprint=fingerprint,
+        fingerprint=group_fingerprint(payload.group_key),
         group_key=payload.group_key,
         started_at=first.starts_at,
         severity=first.severity,

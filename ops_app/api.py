@@ -6,13 +6,14 @@ from django.db import transaction
 from django.db.models import Count
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from ops_app import knowledge
+from ops_app.jsonbody import LimitedJSONParser
 from ops_app.models import KnowledgeDocument
 from ops_app.tasks import index_knowledge_document
 from ops_app.tenancy import organization_of
@@ -63,6 +64,12 @@ class KnowledgeUploadSerializer(serializers.Serializer):
         return {"source": name, "title": (attrs.get("title") or "").strip() or title, "content": body}
 
 
+class KnowledgeJSONParser(LimitedJSONParser):
+    """JSON uploads may be as large as docs/knowledge.md says, not Django's 2.5 MB default."""
+
+    max_bytes = knowledge.MAX_JSON_UPLOAD_BODY
+
+
 class KnowledgeView(APIView):
     """GET: the organization's documents. POST: upload a document (org admins).
 
@@ -72,7 +79,7 @@ class KnowledgeView(APIView):
     """
 
     permission_classes = [IsAuthenticated]
-    parser_classes = [MultiPartParser, FormParser, JSONParser]
+    parser_classes = [MultiPartParser, FormParser, KnowledgeJSONParser]
 
     @extend_schema(responses=KnowledgeDocumentSerializer(many=True))
     def get(self, request: Request) -> Response:

@@ -17,6 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from ops_app.change_events import snapshot, suppressed
+from ops_app.devices import local_devices_enabled
 from ops_app.models import (
     Alert,
     AlertRule,
@@ -155,7 +156,8 @@ def load_demo_estate(organization: Organization) -> bool:
 def _devices(organization: Organization) -> dict[str, Device]:
     devices = {}
     for name, address, kind, labels in DEVICES:
-        local = name == "ongrid-manager"
+        # The Ongrid host is a device only where the operator allows it (bin/start does).
+        local = name == "ongrid-manager" and local_devices_enabled()
         devices[name] = Device.objects.create(
             organization=organization,
             name=name,

@@ -34,6 +34,12 @@ from ops_app.models import KnowledgeDocument, KnowledgePassage, Organization
 
 MAX_PASSAGE_CHARS = 1400
 MAX_UPLOAD_BYTES = 5 * 1024 * 1024
+MAX_PDF_STREAM_BYTES = 16 * 1024 * 1024  # decompressed, per stream
+MAX_PDF_CONTENT_BYTES = 64 * 1024 * 1024  # decompressed page contents, the whole document
+MAX_PDF_PAGES = 1000
+MAX_EXTRACTED_CHARS = 5 * 1024 * 1024
+# A JSON upload carries up to MAX_UPLOAD_BYTES of text, which JSON escaping can double.
+MAX_JSON_UPLOAD_BODY = 2 * MAX_UPLOAD_BYTES + 64 * 1024
 CANDIDATE_LIMIT = 300
 SNIPPET_CHARS = 280
 UPLOAD_SUFFIXES = {".md", ".markdown", ".txt", ".text", ".log", ".pdf"}
@@ -184,15 +190,57 @@ def extract_text(filename: str, data: bytes) -> str:
 
 
 def _pdf_text(data: bytes) -> str:
-    from pypdf import PdfReader
-    from pypdf.errors import PdfReadError
+    """The text of a PDF, bounded: every stream decompresses to at most MAX_PDF_STREAM_BYTES and
+    all page contents together to MAX_PDF_CONTENT_BYTES, at most MAX_PDF_PAGES pages are read, and
+    the text stops at MAX_EXTRACTED_CHARS."""
+    from pypdf import PdfReader, apply_configuration
+    from pypdf.errors import LimitReachedError, PyPdfError
 
     if not data.startswith(b"%PDF-"):
         raise KnowledgeInputError("the file is not a PDF")
+    limits = {
+        name: MAX_PDF_STREAM_BYTES
+        for name in (
+            "zlib_maximum_output_length",
+            "lzw_maximum_output_length",
+            "run_length_maximum_output_length",
+            "jbig2_maximum_output_length",
+            "brotli_maximum_output_length",
+            "array_based_stream_maximum_output_length",
+            "image_maximum_buffer_size",
+            "maximum_declared_stream_length",
+        )
+    }
+    pages: list[str] = []
+    total = 0
     try:
-        reader = PdfReader(io.BytesIO(data))
-        pages = [page.extract_text() or "" for page in reader.pages]
-    except (PdfReadError, ValueError, KeyError, TypeError) as exc:
+        with apply_configuration(**limits):
+            reader = PdfReader(io.BytesIO(data))
+            count = len(reader.pages)
+            if count > MAX_PDF_PAGES:
+                raise KnowledgeInputError(f"the PDF has {count} pages; the limit is {MAX_PDF_PAGES}")
+            decoded = 0
+            for page in reader.pages:
+                contents = page.get_contents()
+                decoded += len(contents.get_data()) if contents is not None else 0
+                if decoded > MAX_PDF_CONTENT_BYTES:
+                    raise LimitReachedError("page contents")
+                text = page.extract_text() or ""
+                total += len(text)
+                if total > MAX_EXTRACTED_CHARS:
+                    raise KnowledgeInputError(
+                        f"the PDF's text is longer than {MAX_EXTRACTED_CHARS} characters; split the document"
+                    )
+                pages.append(text)
+    except KnowledgeInputError:
+        raise
+    except LimitReachedError:
+        raise KnowledgeInputError(
+            f"the PDF decompresses to more than {MAX_PDF_STREAM_BYTES} bytes in one stream or "
+            f"{MAX_PDF_CONTENT_BYTES} bytes of page contents; it is refused (a compression bomb, "
+            "or far too large for the vault)"
+        ) from None
+    except (PyPdfError, ValueError, KeyError, TypeError, RecursionError, OverflowError) as exc:
         raise KnowledgeInputError(f"the PDF cannot be read ({exc})") from None
     text = "\n\n".join(p.strip() for p in pages if p.strip())
     if not text:

@@ -161,6 +161,15 @@ class Incident(TenantModel):
             models.Index(fields=["organization", "-started_at"], name="incident_org_started_idx"),
             models.Index(fields=["organization", "fingerprint"], name="incident_org_fp_idx"),
         ]
+        constraints = [
+            # One open incident per Alertmanager group: concurrent deliveries cannot open twins.
+            models.UniqueConstraint(
+                fields=["organization", "fingerprint"],
+                condition=models.Q(source="alertmanager") & ~models.Q(status="resolved"),
+                name="incident_org_open_group_uniq",
+                violation_error_message="This Alertmanager group already has an open incident.",
+            )
+        ]
 
     def __str__(self) -> str:
         return self.title

@@ -25,10 +25,14 @@ ROLE_GRANTS: dict[str, dict[str, tuple[str, ...]]] = {
         "audit_app": ("view",),
         "agents_app": ("view", "add", "change", "delete"),
         "ops_app": ("view", "add", "change", "delete"),
+        # Users of their own organization only (ops_app.admin_tenancy scopes the rows and forms).
+        "auth": ("view", "add", "change", "delete"),
     },
 }
 # Models no role may edit, whatever ROLE_GRANTS says (the tenants themselves, memberships).
 RESERVED_MODELS = {("ops_app", "organization"), ("ops_app", "membership")}
+# Models no role may even see: groups and permissions are global, editing them is platform work.
+HIDDEN_MODELS = {("auth", "group"), ("auth", "permission")}
 
 
 def permissions_for(role: str) -> list[Permission]:
@@ -38,6 +42,8 @@ def permissions_for(role: str) -> list[Permission]:
     for perm in perms:
         action = perm.codename.split("_", 1)[0]
         key = (perm.content_type.app_label, perm.content_type.model)
+        if key in HIDDEN_MODELS:
+            continue
         if key in RESERVED_MODELS and action != "view":
             continue
         if action in grants[perm.content_type.app_label]:

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-import json
 import logging
 
+from django.db import DatabaseError, DataError
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
-from ops_app import alertmanager
+from ops_app import alertmanager, jsonbody
 from ops_app.change_events import acting_as
 from ops_app.models import AlertmanagerReceiver
 
 log = logging.getLogger(__name__)
-MAX_BODY_BYTES = 5 * 1024 * 1024
+MAX_BODY_BYTES = 5 * 1024 * 1024  # docs/estate.md; Django's own 2.5 MB limit does not apply here
+RETRY_AFTER_SECONDS = "10"
 
 
 @csrf_exempt
@@ -24,17 +25,27 @@ def alertmanager_webhook(request: HttpRequest, token: str) -> JsonResponse:
     receiver = AlertmanagerReceiver.objects.filter(token=token, enabled=True).first()
     if receiver is None:
         return JsonResponse({"error": "unknown or disabled receiver token"}, status=404)
-    if len(request.body) > MAX_BODY_BYTES:
-        return JsonResponse({"error": "payload too large"}, status=413)
+    # 4xx only for deliveries that can never succeed (Alertmanager does not retry them); 5xx for
+    # anything transient, so Alertmanager delivers again.
     try:
-        payload = alertmanager.parse_payload(json.loads(request.body))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        return JsonResponse({"error": f"body is not JSON: {exc}"}, status=400)
-    except alertmanager.PayloadError as exc:
+        raw = jsonbody.read_body(request, MAX_BODY_BYTES)
+        payload = alertmanager.parse_payload(jsonbody.decode_json(raw, strip_nul=True))
+    except jsonbody.BodyTooLarge as exc:
+        return JsonResponse({"error": f"payload too large: {exc}", "limit": MAX_BODY_BYTES}, status=413)
+    except (jsonbody.JSONBodyError, alertmanager.PayloadError) as exc:
         log.info("alertmanager receiver %s refused a delivery: %s", receiver.pk, exc)
         return JsonResponse({"error": str(exc)}, status=400)
-    with acting_as(name="alertmanager"):
-        result = alertmanager.ingest(receiver, payload)
+    try:
+        with acting_as(name="alertmanager"):
+            result = alertmanager.ingest(receiver, payload)
+    except DataError as exc:
+        log.warning("alertmanager receiver %s: the database refused a value: %s", receiver.pk, exc)
+        return JsonResponse({"error": f"the database refused a value of this delivery: {exc}"}, status=400)
+    except (alertmanager.TransientIngestError, DatabaseError) as exc:
+        log.warning("alertmanager receiver %s: delivery not stored, asking for a retry: %s", receiver.pk, exc)
+        response = JsonResponse({"error": "the delivery could not be stored now; retry later"}, status=503)
+        response["Retry-After"] = RETRY_AFTER_SECONDS
+        return response
     return JsonResponse(
         {
             "status": "ok",

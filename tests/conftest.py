@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from ops_app import roles
@@ -14,6 +16,13 @@ pytest_plugins = [
     "tests.support.browser",
     "tests.support.asyncdb",
 ]
+
+
+@pytest.fixture(autouse=True)
+def _local_device_allowed(settings) -> None:
+    """Many tests use the Ongrid host as a device (the demo's ongrid-manager, the local transport);
+    the operator's ONGRID_ALLOW_LOCAL_DEVICE is on for them. Tests of the refusal turn it off."""
+    settings.CONFIG = dataclasses.replace(settings.CONFIG, allow_local_device=True)
 
 
 @pytest.fixture

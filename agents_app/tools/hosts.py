@@ -20,6 +20,8 @@ from agents_app.hosts import parsers
 from agents_app.hosts.devices import DeviceError, resolve_device, transport_for
 from agents_app.hosts.transport import CommandResult, Script, Transport, TransportError
 from agents_app.tools.base import ToolContext, ToolError, tool
+from ops_app.devices import DISABLED as LOCAL_DISABLED
+from ops_app.devices import local_devices_enabled
 from ops_app.models import Device
 
 log = logging.getLogger(__name__)
@@ -47,6 +49,8 @@ async def device_and_transport(ctx: ToolContext, device: str | int) -> tuple[Dev
     """Resolve `device` in the caller's organization only, and pick its transport."""
     try:
         target = await resolve_device(ctx.organization_id, device)
+        if target.transport == Device.Transport.LOCAL and not local_devices_enabled():
+            raise DeviceError(f"device {target.name!r} is the Ongrid host itself: {LOCAL_DISABLED}")
         return target, transport_for(target)
     except DeviceError as exc:
         raise ToolError(str(exc)) from None

@@ -63,7 +63,7 @@ ALLOWED = [
     ("ls;", [["ls"]]),
     ("grep -rn 'connection refused' /var/log/nginx", None),
     ("grep -e timeout -r /var/log/app /srv/logs", None),
-    # issue 14: safe reads the first policy refused; quoted operator characters are data
+    # safe reads the first policy refused; quoted operator characters are data
     ("date -d yesterday", [["date", "-d", "yesterday"]]),
     ("date -d '1 hour ago'", [["date", "-d", "1 hour ago"]]),
     ("date -d @0 +%F", None),
@@ -234,7 +234,7 @@ REFUSED = [
     ("grep -R x /var/log", "`grep -R`: -R follows symbolic links"),
     ("grep --recursive x", "name the directories"),
     ("zgrep -d recurse x /", "`zgrep -r /`"),
-    # issue 14: option values swallowed the verb
+    # option values that swallowed the verb
     ("systemctl -P status restart nginx", "`systemctl restart`: only read verbs"),
     ("systemctl -p status restart nginx", "`systemctl restart`"),
     ("systemctl --kill-whom status restart nginx", "`systemctl --kill-whom`"),

@@ -46,6 +46,7 @@ def child_env(**extra: str) -> dict[str, str]:
         "SECRET_KEY": os.environ.get("SECRET_KEY") or "subprocess-test-key",
         "DATABASE_URL": test_database_url(),
         "PYTHONPATH": str(ROOT),
+        "ONGRID_ALLOW_LOCAL_DEVICE": os.environ.get("ONGRID_ALLOW_LOCAL_DEVICE") or "1",  # as conftest
     }
     env.update(extra)
     return env
@@ -62,6 +63,7 @@ class DjangoProcess:
             "DATABASE_URL": test_database_url(),
             "ONGRID_DATA_DIR": str(data_dir),
             "PYTHONPATH": str(ROOT),
+            "ONGRID_ALLOW_LOCAL_DEVICE": os.environ.get("ONGRID_ALLOW_LOCAL_DEVICE") or "1",
         }
         preamble = "import django, sys\ndjango.setup()\n"
         self.proc = subprocess.Popen(

@@ -129,7 +129,7 @@ def test_keyset_pages_walk_every_session_once(api, org, member):
 def test_bad_input_gets_a_clear_error(api, estate):
     response = sessions(api, status="exploded", since="yesterday-ish")
     assert response.status_code == 400
-    assert set(response.json()) == {"status", "since"}
+    assert set(response.json()) == {"error", "status", "since"}  # per-field errors plus the summary
     response = sessions(api, cursor="not-a-cursor")
     assert response.status_code == 400 and "not valid" in response.json()["cursor"][0]
     response = api.get(reverse("api-audit-calls"), {"session": "abc"})
