@@ -15,3 +15,7 @@ class OpsAppConfig(AppConfig):
         from ops_app import change_events
 
         change_events.connect()
+
+        from ops_app import log_masking
+
+        log_masking.install()

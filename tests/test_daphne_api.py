@@ -7,8 +7,8 @@ import threading
 import urllib.request
 
 import pytest
-from rest_framework.authtoken.models import Token
 
+from ops_app.models import ApiToken
 from tests.fake_llm import text
 
 pytest_plugins = ["tests.support.fake_llm", "tests.support.runtime", "tests.support.browser"]
@@ -28,7 +28,7 @@ def request(base: str, token: str, method: str, path: str, body: dict | None = N
 
 
 def test_wait_returns_the_answer_while_the_server_keeps_serving(member, daphne_server, agents_llm):
-    token = Token.objects.create(user=member).key
+    _, token = ApiToken.issue(member)
     asked, release = threading.Event(), threading.Event()
 
     def slow_model(request):
