@@ -153,7 +153,7 @@ class SecretInput(forms.MultiWidget):
     def __init__(self, attrs=None):
         widgets = {
             "": forms.PasswordInput(attrs={"autocomplete": "new-password"}, render_value=False),
-            "_clear": forms.CheckboxInput(attrs={"title": "Clear the stored value"}),
+            "clear": forms.CheckboxInput(attrs={"title": "Clear the stored value"}),
         }
         super().__init__(widgets, attrs)
 
