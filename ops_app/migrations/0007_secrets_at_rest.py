@@ -21,16 +21,26 @@ import ops_app.encryption
 DEVICE_SECRETS = ("ssh_private_key", "ssh_password")
 
 
+def _flush_deferred_checks(schema_editor):
+    """PostgreSQL refuses to ALTER a table with pending deferred-constraint events in the same
+    transaction: check them now, so the schema changes after a data step can run."""
+    if schema_editor.connection.vendor == "postgresql":
+        schema_editor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        schema_editor.execute("SET CONSTRAINTS ALL DEFERRED")
+
+
 def encrypt_device_secrets(apps, schema_editor):
     device = apps.get_model("ops_app", "Device")
     for column in DEVICE_SECRETS:
         ops_app.encryption.rotate_column(device, column, using=schema_editor.connection.alias)
+    _flush_deferred_checks(schema_editor)
 
 
 def decrypt_device_secrets(apps, schema_editor):
     device = apps.get_model("ops_app", "Device")
     for column in DEVICE_SECRETS:
         ops_app.encryption.decrypt_column(device, column, using=schema_editor.connection.alias)
+    _flush_deferred_checks(schema_editor)
 
 
 def hash_receiver_tokens(apps, schema_editor):
@@ -39,6 +49,7 @@ def hash_receiver_tokens(apps, schema_editor):
         row.token_hash = hashlib.sha256(row.token.encode()).hexdigest()
         row.token = None
         row.save(update_fields=["token_hash", "token"])
+    _flush_deferred_checks(schema_editor)
 
 
 def issue_new_receiver_tokens(apps, schema_editor):
@@ -46,6 +57,7 @@ def issue_new_receiver_tokens(apps, schema_editor):
     for row in receiver.objects.using(schema_editor.connection.alias).all():
         row.token = secrets.token_urlsafe(32)
         row.save(update_fields=["token"])
+    _flush_deferred_checks(schema_editor)
 
 
 def import_drf_tokens(apps, schema_editor):
