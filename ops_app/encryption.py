@@ -25,6 +25,7 @@ from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from django import forms
 from django.apps import apps
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import connections, models, transaction
 from django.utils.text import capfirst
 
@@ -132,6 +133,17 @@ class EncryptedTextField(models.TextField):
 
     def get_prep_value(self, value):
         return encrypt(super().get_prep_value(value))
+
+    # Serialisation (dumpdata, fixtures) carries the ciphertext, never the plain text; loading it
+    # back (with the same keys) decrypts it into the attribute.
+    def value_to_string(self, obj):
+        return encrypt(self.value_from_object(obj))
+
+    def to_python(self, value):
+        try:
+            return decrypt(super().to_python(value))
+        except SecretDecryptionError as exc:
+            raise ValidationError(str(exc), code="undecryptable") from None
 
     def formfield(self, **kwargs):
         # Deliberately ignores widget overrides (the admin maps TextField to a textarea that would

@@ -105,6 +105,17 @@ def test_device_credentials_are_encrypted_in_the_column(org):
 
 
 @pytest.mark.django_db
+def test_dumpdata_carries_ciphertext_and_loads_back(org):
+    from django.core import serializers
+
+    Device.objects.create(organization=org, name="web-01", ssh_password=PASSWORD)
+    dumped = serializers.serialize("json", Device.objects.all())
+    assert PASSWORD not in dumped and encryption.PREFIX in dumped
+    (loaded,) = serializers.deserialize("json", dumped)
+    assert loaded.object.ssh_password == PASSWORD
+
+
+@pytest.mark.django_db
 def test_receiver_token_is_stored_only_as_its_hash(org):
     receiver = AlertmanagerReceiver.objects.create(organization=org)
     token = receiver.token
