@@ -6,6 +6,8 @@ value out) lets the tests check both deployment shapes without re-importing Djan
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import os
 from collections.abc import Mapping
@@ -13,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import dj_database_url
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -64,6 +68,9 @@ class Config:
     restartable_services: tuple[str, ...] = ("nginx", "apache2", "haproxy")
     # The Ongrid host itself as a device (transport "local"): off unless the operator says so.
     allow_local_device: bool = False
+    # Fernet keys for secrets at rest: the first encrypts, all decrypt (ops_app.encryption).
+    encryption_keys: tuple[str, ...] = ()
+    encryption_keys_derived: bool = False  # True: no ONGRID_ENCRYPTION_KEYS, derived from SECRET_KEY
 
     @property
     def uses_redis(self) -> bool:
@@ -175,6 +182,42 @@ def _model_prices(env: Mapping[str, str]) -> dict:
     return prices
 
 
+# In ONGRID_ENCRYPTION_KEYS, this word stands for the key derived from SECRET_KEY (the default key),
+# so an instance that started without its own keys can rotate to them: "<new key>,from-secret-key".
+DERIVED_KEY_WORD = "from-secret-key"
+
+
+def derive_encryption_key(secret_key: str) -> str:
+    """A Fernet key derived from SECRET_KEY (HKDF-SHA256): the default when no keys are configured."""
+    raw = HKDF(
+        algorithm=hashes.SHA256(), length=32, salt=b"ongrid-secrets-at-rest", info=b"fernet key v1"
+    ).derive(secret_key.encode())
+    return base64.urlsafe_b64encode(raw).decode()
+
+
+def _encryption_keys(env: Mapping[str, str], secret_key: str) -> tuple[tuple[str, ...], bool]:
+    """ONGRID_ENCRYPTION_KEYS: comma-separated Fernet keys, newest first. Unset: one derived key."""
+    entries = _list(env, "ONGRID_ENCRYPTION_KEYS", "")
+    if not entries:
+        return (derive_encryption_key(secret_key),), True
+    keys = []
+    for position, entry in enumerate(entries, start=1):
+        if entry == DERIVED_KEY_WORD:
+            keys.append(derive_encryption_key(secret_key))
+            continue
+        try:
+            valid = len(base64.urlsafe_b64decode(entry.encode())) == 32
+        except (binascii.Error, ValueError):
+            valid = False
+        if not valid:
+            raise ConfigError(
+                f"ONGRID_ENCRYPTION_KEYS: entry {position} is not a Fernet key (32 bytes, url-safe "
+                "base64; make one with `manage.py ongrid_rotate_secrets --generate-key`)."
+            )
+        keys.append(entry)
+    return tuple(dict.fromkeys(keys)), False
+
+
 def load(env: Mapping[str, str] | None = None) -> Config:
     """Build the configuration from `env` (default: the process environment)."""
     env = os.environ if env is None else env
@@ -189,6 +232,7 @@ def load(env: Mapping[str, str] | None = None) -> Config:
         secret_key = "ongrid-insecure-development-key"
     data_dir = Path(env.get("ONGRID_DATA_DIR") or BASE_DIR / "var").resolve()
     hosts = _list(env, "ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
+    encryption_keys, keys_derived = _encryption_keys(env, secret_key)
     return Config(
         debug=debug,
         secret_key=secret_key,
@@ -218,4 +262,6 @@ def load(env: Mapping[str, str] | None = None) -> Config:
         approval_timeout=_number(env, "ONGRID_APPROVAL_TIMEOUT", 300.0, float, 1),
         restartable_services=tuple(_list(env, "ONGRID_RESTARTABLE_SERVICES", "nginx,apache2,haproxy")),
         allow_local_device=_flag(env, "ONGRID_ALLOW_LOCAL_DEVICE"),
+        encryption_keys=encryption_keys,
+        encryption_keys_derived=keys_derived,
     )

@@ -26,7 +26,6 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
     "drf_spectacular",
     "django_htmx",
     "channels",
@@ -104,7 +103,7 @@ LOGOUT_REDIRECT_URL = "login"
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
+        "ops_app.authentication.ApiTokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -138,6 +137,8 @@ CELERY_BEAT_SCHEDULE = {
 }
 
 ONGRID_EXECUTOR = CONFIG.executor
+# Fernet keys of every encrypted column (ops_app.encryption): the first encrypts, all decrypt.
+ONGRID_ENCRYPTION_KEYS = CONFIG.encryption_keys
 
 LOGGING = {
     "version": 1,

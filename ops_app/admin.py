@@ -1,8 +1,10 @@
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.db import transaction
 from django.db.models import Count
+from django.template.response import TemplateResponse
 from django.urls import reverse
+from django.utils.cache import add_never_cache_headers
 
 from ops_app import (
     admin_tenancy,  # noqa: F401 - registers organizations, memberships, users
@@ -14,6 +16,7 @@ from ops_app.models import (
     Alert,
     AlertmanagerReceiver,
     AlertRule,
+    ApiToken,
     ChangeEvent,
     Device,
     Incident,
@@ -173,18 +176,110 @@ class TopologyEdgeAdmin(TenantScopedAdmin):
     list_select_related = ("source", "target")
 
 
+def token_issued_response(model_admin, request, obj, token: str, usage: list[str], example: str = ""):
+    """The one page that ever shows a token Ongrid issued (rendered, never stored in a message)."""
+    opts = model_admin.model._meta
+    context = {
+        **model_admin.admin_site.each_context(request),
+        "opts": opts,
+        "title": f"New token of {obj}",
+        "token": token,
+        "usage": usage,
+        "example": example,
+        "back_url": reverse(f"admin:{opts.app_label}_{opts.model_name}_change", args=[obj.pk]),
+    }
+    response = TemplateResponse(request, "admin/ops_app/token_issued.html", context)
+    add_never_cache_headers(response)
+    return response
+
+
 @admin.register(AlertmanagerReceiver)
 class AlertmanagerReceiverAdmin(TenantScopedAdmin):
     list_display = ("name", "enabled", "last_delivery_at", "created_at")
     list_filter = ("enabled",)
     search_fields = ("name",)
-    readonly_fields = ("webhook_path", "last_delivery_at", "created_at")
+    readonly_fields = ("webhook", "last_delivery_at", "created_at")
+    actions = ["issue_new_token"]
 
-    @admin.display(description="Webhook URL path (put your Ongrid's address in front)")
-    def webhook_path(self, obj: AlertmanagerReceiver) -> str:
+    @admin.display(description="Webhook")
+    def webhook(self, obj: AlertmanagerReceiver) -> str:
         if not obj.pk:
-            return "Generated when you save."
-        return reverse("alertmanager-webhook", args=[obj.token])
+            return "A token is generated and shown once when you save."
+        return (
+            f"POST {reverse('alertmanager-webhook-bearer')} with the header "
+            '"Authorization: Bearer <token>" (the token was shown once when it was issued; '
+            'use the action "Issue a new token" to replace it).'
+        )
+
+    def response_add(self, request, obj, post_url_continue=None):
+        token = getattr(obj, "token", None)
+        if token:
+            return self._token_page(request, obj, token)
+        return super().response_add(request, obj, post_url_continue)
+
+    @admin.action(description="Issue a new token (the old one stops working)", permissions=["change"])
+    def issue_new_token(self, request, queryset):
+        if queryset.count() != 1:
+            self.message_user(request, "Select exactly one receiver.", messages.ERROR)
+            return None
+        receiver = queryset.get()
+        token = receiver.issue_token()
+        receiver.save()
+        return self._token_page(request, receiver, token)
+
+    def _token_page(self, request, obj, token):
+        url = request.build_absolute_uri(reverse("alertmanager-webhook-bearer"))
+        example = (
+            "receivers:\n"
+            "  - name: ongrid\n"
+            "    webhook_configs:\n"
+            f'      - url: "{url}"\n'
+            "        send_resolved: true\n"
+            "        http_config:\n"
+            "          authorization:\n"
+            f'            credentials: "{token}"'
+        )
+        usage = [
+            f"Alertmanager posts to {url} with the header Authorization: Bearer <token>:",
+        ]
+        return token_issued_response(self, request, obj, token, usage, example)
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    """API tokens: platform staff issue them for anyone, everyone else only for themselves."""
+
+    list_display = ("hint_shown", "user", "name", "created_at", "last_used_at")
+    search_fields = ("name", "user__username", "hint")
+    list_select_related = ("user",)
+    readonly_fields = ("hint_shown", "created_at", "last_used_at")
+
+    def get_queryset(self, request):
+        queryset = super().get_queryset(request)
+        return queryset if request.user.is_superuser else queryset.filter(user=request.user)
+
+    def get_fields(self, request, obj=None):
+        if obj is None:
+            return ["user", "name"] if request.user.is_superuser else ["name"]
+        return ["user", "name", "hint_shown", "created_at", "last_used_at"]
+
+    def get_readonly_fields(self, request, obj=None):
+        return [*self.readonly_fields, "user"] if obj is not None else self.readonly_fields
+
+    @admin.display(description="token")
+    def hint_shown(self, obj: ApiToken) -> str:
+        return f"{obj.hint}…" if obj.hint else ""
+
+    def save_model(self, request, obj, form, change):
+        if not change:
+            if not request.user.is_superuser:
+                obj.user = request.user
+            obj.issue_token()
+        super().save_model(request, obj, form, change)
+
+    def response_add(self, request, obj, post_url_continue=None):
+        usage = [f"It authenticates as {obj.user}: send it as the header Authorization: Token <token>."]
+        return token_issued_response(self, request, obj, obj.token, usage)
 
 
 class KnowledgeDocumentForm(forms.ModelForm):

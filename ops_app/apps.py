@@ -6,16 +6,12 @@ class OpsAppConfig(AppConfig):
     verbose_name = "Estate and tenancy"
 
     def ready(self) -> None:
+        # Imported here, not at the top: these modules use models, which load after app configs.
         from django.db.models.signals import post_migrate
 
-        from ops_app import roles
+        from ops_app import change_events, devices, log_masking, roles
 
         post_migrate.connect(roles.sync_role_permissions, dispatch_uid="ongrid-sync-roles")
-
-        from ops_app import change_events
-
         change_events.connect()
-
-        from ops_app import devices
-
         devices.connect()
+        log_masking.install()

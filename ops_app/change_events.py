@@ -6,8 +6,8 @@ agents app defines it, `agents_app.UserAgent`. The actor is whoever `acting_as()
 `ChangeActorMiddleware` names the request's user for every request (the admin included), so an
 edit through any view is attributed without each view remembering to do it.
 
-Secrets (SSH keys and passwords, tokens, anything whose field name says so) never enter a diff:
-only the fact that such a field changed is kept, by name.
+Secrets (every encrypted field, SSH keys and passwords, token hashes, anything whose field name
+says so) never enter a diff: only the fact that such a field changed is kept, by name.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from django.db.models.signals import post_delete, post_save, pre_save
 from django.utils import timezone
 from django.utils.decorators import sync_and_async_middleware
 
+from ops_app.encryption import EncryptedTextField
 from ops_app.models import ChangeEvent
 
 log = logging.getLogger(__name__)
@@ -62,6 +63,10 @@ TRACKED_MODELS = {
 def is_secret_field(name: str) -> bool:
     lowered = name.lower()
     return any(marker in lowered for marker in SECRET_MARKERS)
+
+
+def _is_secret(field: models.Field) -> bool:
+    return isinstance(field, EncryptedTextField) or is_secret_field(field.name)
 
 
 @contextlib.contextmanager
@@ -136,18 +141,14 @@ def snapshot(instance: models.Model) -> dict:
     """The recordable state of a row: concrete fields minus secrets and volatile bookkeeping."""
     state = {}
     for field in instance._meta.concrete_fields:
-        if field.primary_key or field.name in VOLATILE_FIELDS or is_secret_field(field.name):
+        if field.primary_key or field.name in VOLATILE_FIELDS or _is_secret(field):
             continue
         state[field.name] = _plain(field.value_from_object(instance))
     return state
 
 
 def secret_fields(instance: models.Model) -> dict:
-    return {
-        f.name: f.value_from_object(instance)
-        for f in instance._meta.concrete_fields
-        if is_secret_field(f.name)
-    }
+    return {f.name: f.value_from_object(instance) for f in instance._meta.concrete_fields if _is_secret(f)}
 
 
 def _plain(value):

@@ -1,10 +1,12 @@
-import secrets
+from __future__ import annotations
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.utils import timezone
 
 from ops_app import roles
+from ops_app.encryption import EncryptedTextField, new_token, token_digest
 from ops_app.tenancy import TenantModel
 
 
@@ -71,8 +73,10 @@ class Device(TenantModel):
     transport = models.CharField(max_length=10, choices=Transport.choices, default=Transport.SSH)
     ssh_port = models.PositiveIntegerField(default=22)
     ssh_username = models.CharField(max_length=100, blank=True)
-    ssh_private_key = models.TextField(blank=True, help_text="PEM/OpenSSH private key; never logged.")
-    ssh_password = models.CharField(max_length=255, blank=True, help_text="Used when no key is set.")
+    ssh_private_key = EncryptedTextField(
+        blank=True, help_text="PEM/OpenSSH private key; encrypted at rest, never logged."
+    )
+    ssh_password = EncryptedTextField(blank=True, help_text="Used when no key is set; encrypted at rest.")
     ssh_known_hosts = models.TextField(blank=True, help_text="known_hosts lines for the strict policy.")
     ssh_host_key_policy = models.CharField(
         max_length=20, choices=KnownHosts.choices, default=KnownHosts.STRICT
@@ -103,11 +107,16 @@ SEVERITY_RANK = {Severity.CRITICAL: 0, Severity.HIGH: 1, Severity.WARNING: 2, Se
 
 
 class AlertmanagerReceiver(TenantModel):
-    """The secret that routes an Alertmanager webhook to one organization (the URL carries the
-    token, never the organization id, so a guessed id cannot inject alerts)."""
+    """The secret that routes an Alertmanager webhook to one organization (the token, never the
+    organization id, picks it, so a guessed id cannot inject alerts).
+
+    Only the token's SHA-256 is stored. The token itself exists once, on the instance that issued
+    it (`issue_token()`, called by the first save): show it then, it cannot be recovered later."""
+
+    TOKEN_PREFIX = "oga_"
 
     name = models.CharField(max_length=100, default="alertmanager")
-    token = models.CharField(max_length=64, unique=True, editable=False)
+    token_hash = models.CharField(max_length=64, unique=True, editable=False)
     enabled = models.BooleanField(default=True)
     last_delivery_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -118,10 +127,66 @@ class AlertmanagerReceiver(TenantModel):
     def __str__(self) -> str:
         return self.name
 
+    def issue_token(self) -> str:
+        """A new token (replacing any previous one once saved); kept on `self.token` until then."""
+        self.token = new_token(self.TOKEN_PREFIX)
+        self.token_hash = token_digest(self.token)
+        return self.token
+
     def save(self, *args, **kwargs) -> None:
-        if not self.token:
-            self.token = secrets.token_urlsafe(32)
+        if not self.token_hash:
+            self.issue_token()
         super().save(*args, **kwargs)
+
+    @classmethod
+    def for_token(cls, token: str | None) -> AlertmanagerReceiver | None:
+        """The enabled receiver of `token`, or None."""
+        if not token:
+            return None
+        return cls.objects.filter(token_hash=token_digest(token), enabled=True).first()
+
+
+class ApiToken(models.Model):
+    """A token for the REST API (`Authorization: Token <token>`). It authenticates its user, so it
+    acts within that user's organization and role. Only the SHA-256 is stored: the token is shown
+    once, when issued (`ApiToken.issue`, the admin, `manage.py ongrid_token`)."""
+
+    TOKEN_PREFIX = "ogt_"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100, blank=True, help_text="What the token is for.")
+    key_hash = models.CharField(max_length=64, unique=True, editable=False)
+    hint = models.CharField(max_length=12, editable=False, help_text="The token's first characters.")
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = "API token"
+
+    def __str__(self) -> str:
+        return f"{self.hint}… ({self.name or self.user})"
+
+    def issue_token(self) -> str:
+        """Give this (unsaved) row a new token, kept on `self.token` until the instance is gone."""
+        self.token = new_token(self.TOKEN_PREFIX)
+        self.key_hash = token_digest(self.token)
+        self.hint = self.token[:8]
+        return self.token
+
+    @classmethod
+    def issue(cls, user, name: str = "") -> tuple[ApiToken, str]:
+        """Create a token for `user`; returns the row and the token (the only time it exists)."""
+        row = cls(user=user, name=name)
+        token = row.issue_token()
+        row.save()
+        return row, token
+
+    @classmethod
+    def for_token(cls, token: str | None) -> ApiToken | None:
+        if not token:
+            return None
+        return cls.objects.select_related("user").filter(key_hash=token_digest(token)).first()
 
 
 class Incident(TenantModel):

@@ -20,9 +20,13 @@ RETRY_AFTER_SECONDS = "10"
 
 @csrf_exempt
 @require_POST
-def alertmanager_webhook(request: HttpRequest, token: str) -> JsonResponse:
-    """Alertmanager's webhook receiver; the secret token in the URL picks the organization."""
-    receiver = AlertmanagerReceiver.objects.filter(token=token, enabled=True).first()
+def alertmanager_webhook(request: HttpRequest, token: str | None = None) -> JsonResponse:
+    """Alertmanager's webhook receiver; the secret token picks the organization. Preferred in an
+    `Authorization: Bearer` header (POST /api/alertmanager/), still accepted in the URL path."""
+    token = token or _bearer_token(request)
+    if not token:
+        return JsonResponse({"error": "no receiver token: send Authorization: Bearer <token>"}, status=401)
+    receiver = AlertmanagerReceiver.for_token(token)
     if receiver is None:
         return JsonResponse({"error": "unknown or disabled receiver token"}, status=404)
     # 4xx only for deliveries that can never succeed (Alertmanager does not retry them); 5xx for
@@ -54,3 +58,10 @@ def alertmanager_webhook(request: HttpRequest, token: str) -> JsonResponse:
             "alerts_updated": result.updated_alerts,
         }
     )
+
+
+def _bearer_token(request: HttpRequest) -> str | None:
+    scheme, _, credentials = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "bearer":
+        return None
+    return credentials.strip() or None

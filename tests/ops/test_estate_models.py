@@ -111,13 +111,29 @@ def test_admin_lists_search_and_filter_only_the_own_organization(client, org, ot
     assert response.context["cl"].has_filters
 
 
-def test_admin_shows_the_receiver_webhook_path(client, org, org_admin):
-    receiver = AlertmanagerReceiver.objects.create(organization=org)
+def test_admin_shows_a_receiver_token_once_and_can_issue_a_new_one(client, org, org_admin):
     client.force_login(org_admin)
-    page = client.get(
-        reverse("admin:ops_app_alertmanagerreceiver_change", args=[receiver.pk])
-    ).content.decode()
-    assert f"/api/alertmanager/{receiver.token}/" in page
+    response = client.post(
+        reverse("admin:ops_app_alertmanagerreceiver_add"), {"name": "prod", "enabled": "on"}
+    )
+    assert response.status_code == 200 and "no-store" in response["Cache-Control"]
+    receiver = AlertmanagerReceiver.objects.get(name="prod")
+    token = response.context["token"]
+    page = response.content.decode()
+    assert token.startswith("oga_") and token in page and "credentials:" in page
+    assert AlertmanagerReceiver.for_token(token) == receiver
+    change_page = client.get(reverse("admin:ops_app_alertmanagerreceiver_change", args=[receiver.pk]))
+    assert "/api/alertmanager/" in change_page.content.decode()
+    assert token not in change_page.content.decode()  # never shown again
+
+    response = client.post(
+        reverse("admin:ops_app_alertmanagerreceiver_changelist"),
+        {"action": "issue_new_token", "_selected_action": [receiver.pk]},
+    )
+    fresh = response.context["token"]
+    assert fresh != token and fresh in response.content.decode()
+    assert AlertmanagerReceiver.for_token(token) is None  # the old token stops working
+    assert AlertmanagerReceiver.for_token(fresh) == receiver
 
 
 def test_change_events_are_read_only_in_the_admin(client, org, org_admin):

@@ -25,7 +25,7 @@ from agents_app.models import UserAgent
 from agents_app.personas import MAX_PERSONA_BYTES, PersonaError, parse_persona
 from ops_app import knowledge
 from ops_app.models import Alert, AlertmanagerReceiver, Incident, KnowledgeDocument
-from tests.services import IN_CI, require
+from tests.support.required import IN_CI, require
 
 T0 = dt.datetime(2026, 5, 1, 10, 0, tzinfo=dt.UTC)
 

@@ -1,6 +1,6 @@
 """Pytest fixture for the fake OpenAI-compatible server (`fakes/openai_server.py`).
 
-Load it in a test module with `pytest_plugins = ["tests.support.fake_llm"]`.
+Registered for the whole suite by tests/conftest.py.
 """
 
 from __future__ import annotations

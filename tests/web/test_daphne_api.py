@@ -7,9 +7,9 @@ import threading
 import urllib.request
 
 import pytest
-from rest_framework.authtoken.models import Token
 
 from fakes.openai_server import text
+from ops_app.models import ApiToken
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -27,7 +27,7 @@ def request(base: str, token: str, method: str, path: str, body: dict | None = N
 
 
 def test_wait_returns_the_answer_while_the_server_keeps_serving(member, daphne_server, agents_llm):
-    token = Token.objects.create(user=member).key
+    _, token = ApiToken.issue(member)
     asked, release = threading.Event(), threading.Event()
 
     def slow_model(request):

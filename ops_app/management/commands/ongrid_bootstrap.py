@@ -1,7 +1,9 @@
 """Idempotent first-run setup: a demo organization and an admin whose credentials are printed.
 
 The password comes from ONGRID_ADMIN_PASSWORD, or is generated once and kept (mode 0600) in the
-data folder so that running the setup again prints the same working credentials.
+data folder so that running the setup again prints the same working credentials. The demo
+organization gets an Alertmanager receiver; its token is printed once, when it is created (only
+its hash is stored, so later runs cannot print it again).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from django.db import transaction
 
 from ops_app import knowledge, roles
 from ops_app.demo import load_demo_estate
+from ops_app.models import AlertmanagerReceiver
 from ops_app.services import create_organization, set_membership
 
 
@@ -42,6 +45,9 @@ class Command(BaseCommand):
             if not hasattr(user, "membership"):
                 set_membership(user, org, roles.ORG_ADMIN)
             demo_loaded = load_demo_estate(org)
+            receiver = None
+            if not AlertmanagerReceiver.objects.for_organization(org).exists():
+                receiver = AlertmanagerReceiver.objects.create(organization=org, name="alertmanager")
         vault = knowledge.sync_vault(org, settings.CONFIG.vault_dir)  # unchanged files are skipped
         self.stdout.write(f"Organization: {org.name}")
         if demo_loaded:
@@ -50,6 +56,11 @@ class Command(BaseCommand):
             f"Knowledge vault {settings.CONFIG.vault_dir}: {len(vault.indexed)} indexed, "
             f"{len(vault.unchanged)} unchanged, {len(vault.removed)} removed"
         )
+        if receiver is not None:
+            self.stdout.write(
+                f"Alertmanager webhook: POST {url.rstrip('/')}/api/alertmanager/ with the header "
+                f'"Authorization: Bearer {receiver.token}" (shown once; see docs/estate.md)'
+            )
         self.stdout.write(f"Log in at {url} as {username} / {password}")
 
     def _password(self) -> tuple[str, bool]:
