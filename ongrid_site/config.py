@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +18,7 @@ import dj_database_url
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 TRUE_WORDS = {"1", "true", "yes", "on"}
+RATE_PATTERN = re.compile(r"[1-9][0-9]*/(s|sec|second|m|min|minute|h|hour|d|day)")
 
 # List prices (USD per million tokens) of common models, for the audit pages' cost estimate.
 DEFAULT_MODEL_PRICES = {
@@ -62,6 +64,15 @@ class Config:
     review_timeout: float = 60.0
     approval_timeout: float = 300.0
     restartable_services: tuple[str, ...] = ("nginx", "apache2", "haproxy")
+    # The web surface (docs/security.md, "The web surface").
+    https: bool = False  # browsers reach the site over https: Secure cookies, HSTS
+    tls_proxy: bool = False  # a TLS proxy in front sets X-Forwarded-Proto; trust it, redirect http
+    hsts_seconds: int = 31536000
+    metrics_public: bool = False
+    login_failure_limit: int = 5
+    login_lockout_minutes: float = 15.0
+    api_anon_rate: str | None = "30/minute"
+    api_user_rate: str | None = "600/minute"
 
     @property
     def uses_redis(self) -> bool:
@@ -81,6 +92,18 @@ class Config:
                 }
             }
         return {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+    def caches(self) -> dict:
+        """Redis when there is one, so every process counts API throttles together."""
+        if self.redis_url:
+            return {
+                "default": {
+                    "BACKEND": "django.core.cache.backends.redis.RedisCache",
+                    "LOCATION": self.redis_url,
+                    "KEY_PREFIX": "ongrid-cache",
+                }
+            }
+        return {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 
 def _flag(env: Mapping[str, str], name: str, default: bool = False) -> bool:
@@ -173,6 +196,16 @@ def _model_prices(env: Mapping[str, str]) -> dict:
     return prices
 
 
+def _rate(env: Mapping[str, str], name: str, default: str) -> str | None:
+    """A DRF throttle rate like `600/minute`; `off` disables that throttle."""
+    raw = (env.get(name) or "").strip().lower() or default
+    if raw in {"off", "none", "0"}:
+        return None
+    if not RATE_PATTERN.fullmatch(raw):
+        raise ConfigError(f"{name} must look like 600/minute (second, minute, hour, day) or off: {raw!r}.")
+    return raw
+
+
 def load(env: Mapping[str, str] | None = None) -> Config:
     """Build the configuration from `env` (default: the process environment)."""
     env = os.environ if env is None else env
@@ -215,4 +248,12 @@ def load(env: Mapping[str, str] | None = None) -> Config:
         review_timeout=_number(env, "ONGRID_REVIEW_TIMEOUT", 60.0, float, 1),
         approval_timeout=_number(env, "ONGRID_APPROVAL_TIMEOUT", 300.0, float, 1),
         restartable_services=tuple(_list(env, "ONGRID_RESTARTABLE_SERVICES", "nginx,apache2,haproxy")),
+        https=_flag(env, "ONGRID_HTTPS", default=not debug),
+        tls_proxy=_flag(env, "ONGRID_TLS_PROXY"),
+        hsts_seconds=int(_number(env, "ONGRID_HSTS_SECONDS", 31536000, int, 0)),
+        metrics_public=_flag(env, "ONGRID_METRICS_PUBLIC"),
+        login_failure_limit=int(_number(env, "ONGRID_LOGIN_FAILURE_LIMIT", 5, int, 1)),
+        login_lockout_minutes=_number(env, "ONGRID_LOGIN_LOCKOUT_MINUTES", 15.0, float, 1),
+        api_anon_rate=_rate(env, "ONGRID_API_ANON_RATE", "30/minute"),
+        api_user_rate=_rate(env, "ONGRID_API_USER_RATE", "600/minute"),
     )
