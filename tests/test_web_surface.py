@@ -198,6 +198,17 @@ def test_check_deploy_flags_a_plain_http_shape(settings):
     assert {"security.W004", "security.W012", "security.W016"} <= warnings
 
 
+def test_behind_the_tls_proxy_http_is_redirected_but_probes_are_not(client, settings):
+    for name, value in transport_settings(production(ONGRID_TLS_PROXY="1")).items():
+        setattr(settings, name, value)
+    plain = client.get("/accounts/login/")
+    assert plain.status_code == 301 and plain["Location"].startswith("https://")
+    assert client.get("/healthz").status_code == 200
+    proxied = client.get("/accounts/login/", HTTP_X_FORWARDED_PROTO="https")
+    assert proxied.status_code == 200
+    assert proxied["Strict-Transport-Security"] == "max-age=31536000; includeSubDomains; preload"
+
+
 def test_secure_cookies_are_set_over_https(client, settings, member):
     settings.SESSION_COOKIE_SECURE = settings.CSRF_COOKIE_SECURE = True
     page = client.get("/accounts/login/", secure=True)
