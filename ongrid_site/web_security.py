@@ -11,6 +11,7 @@ from ongrid_site.config import Config
 
 # Probes and scrapers inside the network often speak plain http to a backend directly.
 PLAIN_HTTP_PATHS = [r"^healthz$", r"^metrics$"]
+BROWSABLE_API_PREFIX = "/api/"
 
 
 def transport_settings(config: Config) -> dict:
@@ -44,7 +45,10 @@ def transport_settings(config: Config) -> dict:
 def content_security_policy(request: HttpRequest) -> str:
     """Scripts and styles only from our own static files: no inline code, no eval, no third
     parties. The chat's websocket is named explicitly next to 'self' for browsers that predate
-    CSP 3, where 'self' does not cover ws:/wss:."""
+    CSP 3, where 'self' does not cover ws:/wss:.
+
+    One exception: DRF's browsable API (its own templates, all under /api/) uses a <style> element
+    and style attributes, so those pages may use inline styles; never inline scripts."""
     connect = ["'self'"]
     try:
         host = request.get_host()
@@ -64,6 +68,8 @@ def content_security_policy(request: HttpRequest) -> str:
         "form-action": ["'self'"],
         "frame-ancestors": ["'none'"],
     }
+    if request.path.startswith(BROWSABLE_API_PREFIX):
+        directives["style-src"] = ["'self'", "'unsafe-inline'"]
     return "; ".join(f"{name} {' '.join(sources)}" for name, sources in directives.items())
 
 

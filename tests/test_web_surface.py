@@ -122,6 +122,15 @@ def test_every_page_carries_a_strict_policy(client):
     assert "unsafe" not in response["Content-Security-Policy"]
     secure = client.get("/accounts/login/", HTTP_HOST="127.0.0.1:8000", secure=True)
     assert "connect-src 'self' wss://127.0.0.1:8000;" in secure["Content-Security-Policy"]
+    assert "unsafe-inline" not in response["Content-Security-Policy"]
+
+
+def test_only_drfs_browsable_api_may_use_inline_styles(client, member):
+    client.force_login(member)
+    response = client.get("/api/sessions/", HTTP_ACCEPT="text/html")
+    assert response.status_code == 200 and "<html" in response.content.decode()
+    policy = response["Content-Security-Policy"]
+    assert "style-src 'self' 'unsafe-inline';" in policy and "script-src 'self';" in policy
 
 
 TEMPLATE_DIRS = [BASE_DIR / "templates", *BASE_DIR.glob("*_app/templates")]
