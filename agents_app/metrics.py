@@ -102,10 +102,21 @@ def exposition() -> bytes:
 
 
 def metrics_view(request: HttpRequest) -> HttpResponse:
-    """Prometheus scrape endpoint; with ONGRID_METRICS_TOKEN set it demands `Bearer <token>`."""
-    token = settings.CONFIG.metrics_token
-    if token:
-        supplied = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
-        if not hmac.compare_digest(supplied.encode(), token.encode()):
-            return HttpResponse("metrics require a bearer token\n", status=401, content_type="text/plain")
+    """Prometheus scrape endpoint. Open to a scraper bringing `Bearer <ONGRID_METRICS_TOKEN>`, to
+    signed-in staff, and to everyone only when ONGRID_METRICS_PUBLIC=1 says so."""
+    config = settings.CONFIG
+    if config.metrics_public or request.user.is_staff:
+        return HttpResponse(exposition(), content_type=CONTENT_TYPE_LATEST)
+    if not config.metrics_token:
+        return HttpResponse(
+            "metrics are not public: set ONGRID_METRICS_TOKEN and scrape with a bearer token, "
+            "or set ONGRID_METRICS_PUBLIC=1\n",
+            status=403,
+            content_type="text/plain",
+        )
+    supplied = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
+    if not hmac.compare_digest(supplied.encode(), config.metrics_token.encode()):
+        refused = HttpResponse("metrics require a bearer token\n", status=401, content_type="text/plain")
+        refused["WWW-Authenticate"] = 'Bearer realm="metrics"'
+        return refused
     return HttpResponse(exposition(), content_type=CONTENT_TYPE_LATEST)

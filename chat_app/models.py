@@ -21,6 +21,9 @@ class SessionStatus(models.TextChoices):
 
 TERMINAL_STATUSES = (SessionStatus.COMPLETED, SessionStatus.FAILED, SessionStatus.KILLED)
 
+# The longest message a user may send, on every surface (API, websocket).
+MAX_MESSAGE_CHARS = 20000
+
 
 class Channel(models.TextChoices):
     WEB = "web", "Web"

@@ -10,6 +10,7 @@ import base64
 import binascii
 import json
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 TRUE_WORDS = {"1", "true", "yes", "on"}
+RATE_PATTERN = re.compile(r"[1-9][0-9]*/(s|sec|second|m|min|minute|h|hour|d|day)")
 
 # List prices (USD per million tokens) of common models, for the audit pages' cost estimate.
 DEFAULT_MODEL_PRICES = {
@@ -71,6 +73,15 @@ class Config:
     # Fernet keys for secrets at rest: the first encrypts, all decrypt (ops_app.encryption).
     encryption_keys: tuple[str, ...] = ()
     encryption_keys_derived: bool = False  # True: no ONGRID_ENCRYPTION_KEYS, derived from SECRET_KEY
+    # The web surface (docs/security.md, "The web surface").
+    https: bool = False  # browsers reach the site over https: Secure cookies, HSTS
+    tls_proxy: bool = False  # a TLS proxy in front sets X-Forwarded-Proto; trust it, redirect http
+    hsts_seconds: int = 31536000
+    metrics_public: bool = False
+    login_failure_limit: int = 5
+    login_lockout_minutes: float = 15.0
+    api_anon_rate: str | None = "30/minute"
+    api_user_rate: str | None = "600/minute"
 
     @property
     def uses_redis(self) -> bool:
@@ -90,6 +101,18 @@ class Config:
                 }
             }
         return {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+    def caches(self) -> dict:
+        """Redis when there is one, so every process counts API throttles together."""
+        if self.redis_url:
+            return {
+                "default": {
+                    "BACKEND": "django.core.cache.backends.redis.RedisCache",
+                    "LOCATION": self.redis_url,
+                    "KEY_PREFIX": "ongrid-cache",
+                }
+            }
+        return {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 
 def _flag(env: Mapping[str, str], name: str, default: bool = False) -> bool:
@@ -218,6 +241,16 @@ def _encryption_keys(env: Mapping[str, str], secret_key: str) -> tuple[tuple[str
     return tuple(dict.fromkeys(keys)), False
 
 
+def _rate(env: Mapping[str, str], name: str, default: str) -> str | None:
+    """A DRF throttle rate like `600/minute`; `off` disables that throttle."""
+    raw = (env.get(name) or "").strip().lower() or default
+    if raw in {"off", "none", "0"}:
+        return None
+    if not RATE_PATTERN.fullmatch(raw):
+        raise ConfigError(f"{name} must look like 600/minute (second, minute, hour, day) or off: {raw!r}.")
+    return raw
+
+
 def load(env: Mapping[str, str] | None = None) -> Config:
     """Build the configuration from `env` (default: the process environment)."""
     env = os.environ if env is None else env
@@ -264,4 +297,12 @@ def load(env: Mapping[str, str] | None = None) -> Config:
         allow_local_device=_flag(env, "ONGRID_ALLOW_LOCAL_DEVICE"),
         encryption_keys=encryption_keys,
         encryption_keys_derived=keys_derived,
+        https=_flag(env, "ONGRID_HTTPS", default=not debug),
+        tls_proxy=_flag(env, "ONGRID_TLS_PROXY"),
+        hsts_seconds=int(_number(env, "ONGRID_HSTS_SECONDS", 31536000, int, 0)),
+        metrics_public=_flag(env, "ONGRID_METRICS_PUBLIC"),
+        login_failure_limit=int(_number(env, "ONGRID_LOGIN_FAILURE_LIMIT", 5, int, 1)),
+        login_lockout_minutes=_number(env, "ONGRID_LOGIN_LOCKOUT_MINUTES", 15.0, float, 1),
+        api_anon_rate=_rate(env, "ONGRID_API_ANON_RATE", "30/minute"),
+        api_user_rate=_rate(env, "ONGRID_API_USER_RATE", "600/minute"),
     )

@@ -1,8 +1,11 @@
 """Django settings. Every value that varies by deployment comes from `ongrid_site.config.load()`."""
 
+from datetime import timedelta as _timedelta
+
 from django.core.exceptions import ImproperlyConfigured
 
 from ongrid_site import config as _config
+from ongrid_site.web_security import transport_settings
 
 try:
     CONFIG = _config.load()
@@ -29,6 +32,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "django_htmx",
     "channels",
+    "axes",
     "ops_app",
     "agents_app",
     "chat_app",
@@ -38,6 +42,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "ongrid_site.web_security.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -47,7 +52,22 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes requires: turns a lockout into the login page with its message.
+    "axes.middleware.AxesMiddleware",
 ]
+
+# Every password check (our login page, the admin's, DRF's browsable API) goes through django-axes
+# first: a username + client address with too many failures is locked out for a while.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = CONFIG.login_failure_limit
+AXES_COOLOFF_TIME = _timedelta(minutes=CONFIG.login_lockout_minutes)
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "ongrid_site.views.locked_out"
+AXES_VERBOSE = False
 
 ROOT_URLCONF = "ongrid_site.urls"
 WSGI_APPLICATION = "ongrid_site.wsgi.application"
@@ -74,6 +94,7 @@ DATABASES = {"default": CONFIG.database}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 CHANNEL_LAYERS = CONFIG.channel_layers()
+CACHES = CONFIG.caches()
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -119,8 +140,20 @@ REST_FRAMEWORK = {
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
+    # Rates count per process unless REDIS_URL gives every process one shared cache.
+    "DEFAULT_THROTTLE_CLASSES": [
+        "rest_framework.throttling.AnonRateThrottle",
+        "rest_framework.throttling.UserRateThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {"anon": CONFIG.api_anon_rate, "user": CONFIG.api_user_rate},
 }
-SPECTACULAR_SETTINGS = {"TITLE": "Ongrid API", "VERSION": "0.1.0", "SERVE_INCLUDE_SCHEMA": False}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Ongrid API",
+    "VERSION": "0.1.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    # `check --deploy` is about the deployment (.ci/run fails on any warning); schema lint is not.
+    "ENABLE_DJANGO_DEPLOY_CHECK": False,
+}
 
 # Celery: the broker exists only in the scale-out shape. Without Redis every task runs eagerly
 # in the calling process, so the embedded default needs no broker at all.
@@ -152,8 +185,5 @@ LOGGING = {
     },
 }
 
-if not DEBUG:
-    SESSION_COOKIE_HTTPONLY = True
-    CSRF_COOKIE_HTTPONLY = False
-    SECURE_CONTENT_TYPE_NOSNIFF = True
-    X_FRAME_OPTIONS = "DENY"
+# Secure cookies, HSTS and the TLS proxy header (ONGRID_HTTPS, ONGRID_TLS_PROXY); see web_security.
+globals().update(transport_settings(CONFIG))

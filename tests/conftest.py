@@ -65,3 +65,15 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, t
         if database["ENGINE"] == "django.db.backends.sqlite3":
             folder = tmp_path_factory.mktemp("sqlite")
             database.setdefault("TEST", {})["NAME"] = str(folder / f"test_{alias}.sqlite3")
+
+
+@pytest.fixture(autouse=True)
+def fresh_api_throttles(monkeypatch):
+    """API throttles count per test: a shared cache (Redis in CI) would carry one test's requests
+    into the next test's budget, since user ids repeat from test to test."""
+    import uuid
+
+    from django.core.cache.backends.locmem import LocMemCache
+    from rest_framework.throttling import SimpleRateThrottle
+
+    monkeypatch.setattr(SimpleRateThrottle, "cache", LocMemCache(f"throttle-{uuid.uuid4().hex}", {}))

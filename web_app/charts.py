@@ -10,6 +10,8 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 WIDTH, HEIGHT, PAD_LEFT, PAD_TOP, PAD_BOTTOM = 480, 150, 48, 8, 18
+# Line colours; the legend's swatches use the same, as classes swatch-0… in ongrid.css (no inline
+# styles: the Content-Security-Policy forbids them).
 PALETTE = ("#0b62d6", "#d9480f", "#2b8a3e", "#9c36b5", "#e67700", "#1098ad", "#c2255c", "#5c940d")
 MAX_SERIES = 8
 
@@ -77,7 +79,7 @@ def line_chart(series: list[dict]) -> SafeString:
         color = PALETTE[i % len(PALETTE)]
         lines.append(f'<polyline fill="none" stroke="{color}" stroke-width="1.5" points="{path}"/>')
     legend = "".join(
-        f'<li><span class="swatch" style="background:{PALETTE[i % len(PALETTE)]}"></span>'
+        f'<li><span class="swatch swatch-{i % len(PALETTE)}"></span>'
         f"{escape(series_label(s.get('labels') or {}))}</li>"
         for i, s in enumerate(series)
     )

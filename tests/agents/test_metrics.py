@@ -20,6 +20,16 @@ from tests.support.agents import context, make_tool, persona
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+def configure(monkeypatch, **changes) -> None:
+    monkeypatch.setattr(settings, "CONFIG", dataclasses.replace(settings.CONFIG, **changes))
+
+
+@pytest.fixture(autouse=True)
+def public_metrics(monkeypatch):
+    """The counting tests scrape anonymously; the access tests below set their own policy."""
+    configure(monkeypatch, metrics_public=True, metrics_token=None)
+
+
 def scrape(client, **headers) -> dict[tuple[str, tuple], float]:
     response = client.get("/metrics", **headers)
     assert response.status_code == 200
@@ -113,8 +123,25 @@ def test_active_worker_sessions_by_status_come_from_the_database(client, org, me
     assert value(samples, "ongrid_worker_sessions", status="pending") == 1
 
 
+def test_metrics_are_refused_by_default_with_a_hint(client, monkeypatch):
+    configure(monkeypatch, metrics_public=False, metrics_token=None)
+    response = client.get("/metrics")
+    assert response.status_code == 403
+    assert "ONGRID_METRICS_TOKEN" in response.content.decode()
+    assert "ONGRID_METRICS_PUBLIC" in response.content.decode()
+
+
+def test_signed_in_staff_may_read_the_metrics(client, monkeypatch, member):
+    configure(monkeypatch, metrics_public=False, metrics_token=None)
+    client.force_login(member)
+    assert client.get("/metrics").status_code == 403
+    member.is_staff = True
+    member.save()
+    assert "ongrid_worker_sessions" in str(scrape(client))
+
+
 def test_a_metrics_token_protects_the_endpoint(client, monkeypatch):
-    monkeypatch.setattr(settings, "CONFIG", dataclasses.replace(settings.CONFIG, metrics_token="scrape-me"))
+    configure(monkeypatch, metrics_public=False, metrics_token="scrape-me")
     assert client.get("/metrics").status_code == 401
     assert client.get("/metrics", HTTP_AUTHORIZATION="Bearer wrong").status_code == 401
     assert "ongrid_worker_sessions" in str(scrape(client, HTTP_AUTHORIZATION="Bearer scrape-me"))

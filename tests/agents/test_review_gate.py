@@ -477,7 +477,9 @@ async def test_an_open_chat_page_gets_the_card_live_and_sees_it_decided(dual, me
     await sync_to_async(client.force_login)(member)
     cookie = (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode())
     socket = WebsocketCommunicator(
-        application, f"/ws/chat/{chat.pk}/", headers=[(b"origin", b"http://127.0.0.1"), cookie]
+        application,
+        f"/ws/chat/{chat.pk}/",
+        headers=[(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1"), cookie],
     )
     connected, _ = await socket.connect(timeout=5)
     assert connected

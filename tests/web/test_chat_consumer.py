@@ -16,6 +16,7 @@ from ongrid_site.asgi import application
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("inline_executor")]
 ORIGIN = (b"origin", b"http://127.0.0.1")
+HOST = (b"host", b"127.0.0.1")  # the origin check compares the Origin with the Host (same origin)
 DEADLINE = 20.0
 
 
@@ -26,7 +27,7 @@ def cookie_for(client, user) -> tuple[bytes, bytes]:
 
 
 async def connect(chat_id: int, headers) -> tuple[WebsocketCommunicator, bool, int | None]:
-    communicator = WebsocketCommunicator(application, f"/ws/chat/{chat_id}/", headers=headers)
+    communicator = WebsocketCommunicator(application, f"/ws/chat/{chat_id}/", headers=[HOST, *headers])
     connected, code = await communicator.connect(timeout=5)
     return communicator, connected, code
 

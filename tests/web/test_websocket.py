@@ -20,6 +20,7 @@ from tests.support.required import require
 pytestmark = pytest.mark.django_db(transaction=True)
 ROOT = Path(__file__).resolve().parents[2]
 ORIGIN = (b"origin", b"http://127.0.0.1")
+HOST = (b"host", b"127.0.0.1")  # the origin check compares the Origin with the Host (same origin)
 
 
 @sync_to_async
@@ -29,7 +30,7 @@ def _cookie_for(client, user) -> tuple[bytes, bytes]:
 
 
 async def _connect(headers):
-    communicator = WebsocketCommunicator(application, "/ws/events/", headers=headers)
+    communicator = WebsocketCommunicator(application, "/ws/events/", headers=[HOST, *headers])
     connected, code = await communicator.connect(timeout=5)
     return communicator, connected, code
 

@@ -11,7 +11,7 @@ from rest_framework.response import Response
 from agents_app import turns
 from agents_app.runtime import get_runtime
 from chat_app import services
-from chat_app.models import ChatMessage, ChatSession
+from chat_app.models import MAX_MESSAGE_CHARS, ChatMessage, ChatSession
 from web_app.tree import build_tree
 
 
@@ -36,7 +36,7 @@ class SessionDetailSerializer(SessionSerializer):
 
 
 class PostMessageSerializer(serializers.Serializer):
-    content = serializers.CharField(max_length=20000, trim_whitespace=True)
+    content = serializers.CharField(max_length=MAX_MESSAGE_CHARS, trim_whitespace=True)
 
 
 class ChatSessionViewSet(

@@ -13,12 +13,27 @@ from django.utils import timezone
 
 from agents_app.turns import astart_turn
 from chat_app.groups import session_group, user_group
-from chat_app.models import ChatSession, SessionStatus
+from chat_app.models import MAX_MESSAGE_CHARS, ChatSession, SessionStatus
 from chat_app.services import TurnInProgress
 from web_app.chat import fragments
 from web_app.chat.transcript import build_turns
 
 FLUSH_INTERVAL = 0.05
+
+
+def read_chat_frame(text_data: str | None) -> tuple[str, str]:
+    """(message, problem) from one frame of the chat page: a JSON object whose "message" is text
+    of at most MAX_MESSAGE_CHARS. Anything else gives a problem to show, and the socket stays open."""
+    try:
+        data = json.loads(text_data) if text_data is not None else None
+    except ValueError:
+        data = None
+    if not isinstance(data, dict) or not isinstance(data.get("message", ""), str):
+        return "", 'Not understood: send a JSON object like {"message": "your text"}.'
+    message = data.get("message", "")
+    if len(message.strip()) > MAX_MESSAGE_CHARS:
+        return "", f"The message is too long: at most {MAX_MESSAGE_CHARS} characters."
+    return message, ""
 
 
 class UserEventsConsumer(AsyncJsonWebsocketConsumer):
@@ -41,8 +56,17 @@ class UserEventsConsumer(AsyncJsonWebsocketConsumer):
         if hasattr(self, "group"):
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
-    async def receive_json(self, content: dict, **kwargs) -> None:
-        if content.get("type") == "ping":
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs) -> None:
+        try:  # a frame that is not JSON text is answered, not a crash (1011)
+            content = json.loads(text_data) if text_data is not None else None
+        except ValueError:
+            content = None
+        await self.receive_json(content, **kwargs)
+
+    async def receive_json(self, content, **kwargs) -> None:
+        if not isinstance(content, dict):
+            await self.send_json({"type": "error", "error": "send a JSON object"})
+        elif content.get("type") == "ping":
             await self.send_json({"type": "pong", "user": self.scope["user"].get_username()})
 
     async def user_event(self, message: dict) -> None:
@@ -102,11 +126,10 @@ class ChatConsumer(AsyncWebsocketConsumer):
         await self.send(text_data=html + controls)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        try:
-            data = json.loads(text_data or "{}")
-        except ValueError:
+        message, problem = read_chat_frame(text_data)
+        if problem:
+            await self.send(text_data=await sync_to_async(fragments.error_bubble)(problem))
             return
-        message = str(data.get("message", ""))
         try:
             await astart_turn(self.chat, message)
         except (TurnInProgress, ValueError) as exc:

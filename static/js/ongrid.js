@@ -1,0 +1,12 @@
+// Behaviour every page shares. The Content-Security-Policy allows no inline script or event
+// handler attributes, so what used to be `onsubmit="..."` lives here.
+(function () {
+  "use strict";
+
+  // <form data-confirm="Delete this chat?"> asks before it submits.
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    var question = form && form.getAttribute ? form.getAttribute("data-confirm") : null;
+    if (question && !window.confirm(question)) { event.preventDefault(); }
+  }, true);
+})();
