@@ -87,7 +87,7 @@ def import_drf_tokens(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("ops_app", "0005_knowledge"),
+        ("ops_app", "0006_incident_open_group_unique"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

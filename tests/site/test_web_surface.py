@@ -11,7 +11,6 @@ from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.core import checks
 from django.test import override_settings
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 from rest_framework.throttling import SimpleRateThrottle
 
@@ -20,6 +19,7 @@ from ongrid_site.asgi import application
 from ongrid_site.config import BASE_DIR
 from ongrid_site.origins import origin_allowed, parse_origin
 from ongrid_site.web_security import transport_settings
+from ops_app.models import ApiToken
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -290,7 +290,7 @@ def test_lockout_limits_are_configurable():
 def test_an_api_user_over_the_rate_gets_429_json(member, monkeypatch):
     monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", {"user": "3/minute", "anon": "1/minute"})
     api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=member).key}")
+    api.credentials(HTTP_AUTHORIZATION=f"Token {ApiToken.issue(member)[1]}")
     assert [api.get("/api/sessions/").status_code for _ in range(3)] == [200, 200, 200]
     throttled = api.get("/api/sessions/")
     assert throttled.status_code == 429
