@@ -9,6 +9,7 @@ from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import connection
+from kombu import Connection
 
 CHECK_TIMEOUT = 3.0
 
@@ -46,8 +47,6 @@ async def check_channel_layer() -> tuple[bool, str]:
 
 
 def _broker_sync(url: str) -> None:
-    from kombu import Connection
-
     with Connection(url, connect_timeout=CHECK_TIMEOUT) as conn:
         conn.ensure_connection(max_retries=1, timeout=CHECK_TIMEOUT)
 

@@ -11,12 +11,11 @@ from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 
+from ops_app.models import Organization
 from ops_app.tenancy import TenantModel, organization_of, sees_all_tenants
 
 
 def visible_organizations(user):
-    from ops_app.models import Organization
-
     if sees_all_tenants(user):
         return Organization.objects.all()
     organization = organization_of(user)
@@ -37,8 +36,6 @@ def visible_users(user):
 
 def scoped_choices(related, user):
     """The rows of `related` a form field may offer `user`, or None when no tenancy rule applies."""
-    from ops_app.models import Organization
-
     if not isinstance(related, type):
         return None
     if issubclass(related, TenantModel):

@@ -13,6 +13,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db.models.signals import pre_save
 
+from ops_app.models import Device
 from ops_app.tenancy import sees_all_tenants
 
 DISABLED = (
@@ -36,14 +37,10 @@ def local_device_refusal(user) -> str | None:
 
 
 def _refuse_disabled_local(sender, instance, **kwargs) -> None:
-    from ops_app.models import Device
-
     if instance.transport != Device.Transport.LOCAL or local_devices_enabled():
         return
     raise ValidationError({"transport": DISABLED})
 
 
 def connect() -> None:
-    from ops_app.models import Device
-
     pre_save.connect(_refuse_disabled_local, sender=Device, dispatch_uid="ongrid-local-device-guard")

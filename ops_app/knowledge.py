@@ -28,6 +28,8 @@ from pathlib import Path
 
 import frontmatter
 from django.db import connection, transaction
+from pypdf import PdfReader, apply_configuration
+from pypdf.errors import LimitReachedError, PyPdfError
 
 from ops_app import knowledge_index
 from ops_app.models import KnowledgeDocument, KnowledgePassage, Organization
@@ -193,9 +195,6 @@ def _pdf_text(data: bytes) -> str:
     """The text of a PDF, bounded: every stream decompresses to at most MAX_PDF_STREAM_BYTES and
     all page contents together to MAX_PDF_CONTENT_BYTES, at most MAX_PDF_PAGES pages are read, and
     the text stops at MAX_EXTRACTED_CHARS."""
-    from pypdf import PdfReader, apply_configuration
-    from pypdf.errors import LimitReachedError, PyPdfError
-
     if not data.startswith(b"%PDF-"):
         raise KnowledgeInputError("the file is not a PDF")
     limits = {
