@@ -3,6 +3,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from channels.layers import channel_layers
 
 from ops_app import roles
 from ops_app.models import Organization
@@ -53,6 +54,14 @@ def org_admin(org):
 @pytest.fixture
 def outsider(other_org):
     return create_user("mallory", "mallory-pass-123", other_org, roles.MEMBER)
+
+
+@pytest.fixture(autouse=True)
+def fresh_channel_layer():
+    """Each test gets its own channel layer: the Redis layer's locks and pools belong to the event
+    loop that first used them, and every async test runs on a new loop."""
+    yield
+    channel_layers.backends.clear()
 
 
 @pytest.fixture(scope="session")
