@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -129,5 +128,5 @@ class Command(BaseCommand):
         filled = BAR_WIDTH * done // total
         bar = "#" * filled + "." * (BAR_WIDTH - filled)
         verdict = "pass" if result.passed else "FAIL"
-        sys.stderr.write(f"\r[{bar}] {done}/{total} {result.scenario[:40]:<40} {verdict}")
-        sys.stderr.flush()
+        self.stderr.write(f"\r[{bar}] {done}/{total} {result.scenario[:40]:<40} {verdict}", ending="")
+        self.stderr.flush()
