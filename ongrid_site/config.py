@@ -82,6 +82,10 @@ class Config:
     login_lockout_minutes: float = 15.0
     api_anon_rate: str | None = "30/minute"
     api_user_rate: str | None = "600/minute"
+    # The evaluation suite's optional LLM judge (docs/evals.md): its model, endpoint and key.
+    eval_judge_model: str | None = None
+    eval_judge_base_url: str | None = None
+    eval_judge_api_key: str | None = None
 
     @property
     def uses_redis(self) -> bool:
@@ -305,4 +309,7 @@ def load(env: Mapping[str, str] | None = None) -> Config:
         login_lockout_minutes=_number(env, "ONGRID_LOGIN_LOCKOUT_MINUTES", 15.0, float, 1),
         api_anon_rate=_rate(env, "ONGRID_API_ANON_RATE", "30/minute"),
         api_user_rate=_rate(env, "ONGRID_API_USER_RATE", "600/minute"),
+        eval_judge_model=_optional(env, "ONGRID_EVAL_JUDGE_MODEL"),
+        eval_judge_base_url=_optional(env, "ONGRID_EVAL_JUDGE_BASE_URL"),
+        eval_judge_api_key=_optional(env, "ONGRID_EVAL_JUDGE_API_KEY"),
     )

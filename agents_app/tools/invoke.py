@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import jsonschema
 
-from agents_app import metrics
+from agents_app import metrics, replay
 from agents_app.tools.base import Tool, ToolContext, ToolError, ToolResult
 from audit_app import recorder
 from audit_app.recorder import truncate
@@ -226,9 +226,11 @@ async def _review(tool: Tool, ctx: ToolContext, arguments: dict) -> GateDecision
 
 
 async def _execute(tool: Tool, ctx: ToolContext, arguments: dict) -> tuple[str, str, str]:
+    # An evaluation's recordings stand in for the handler of its organization (agents_app/replay.py).
+    handler = replay.handler_for(tool.name, ctx) or tool.handler
     try:
         async with asyncio.timeout(tool.timeout):
-            value = await tool.handler(ctx, **arguments)
+            value = await handler(ctx, **arguments)
     except TimeoutError:
         message = f"Error: {tool.name} timed out after {tool.timeout:g}s."
         return "timeout", message, message

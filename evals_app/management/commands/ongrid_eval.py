@@ -1,0 +1,132 @@
+"""`manage.py ongrid_eval`: run the evaluation suite (docs/evals.md).
+
+Every scenario is one ordinary chat turn in a throwaway organization, graded from its session
+tree and audit rows. Prints a table and per-category pass rates, writes results.json and
+junit.xml under var/evals/<timestamp>/, and compares with a baseline run when asked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from evals_app import reports
+from evals_app.judge import judge_provider
+from evals_app.runner import RunOptions, RunResult, run_suite
+from evals_app.scenarios import SCENARIOS_DIR, ScenarioError, load_suite
+
+BAR_WIDTH = 24
+
+
+def use_model(model: str | None, base_url: str | None) -> str:
+    """Point the agents at `model` for this process; returns the name the report records."""
+    config = settings.CONFIG
+    if model == "offline" or (model is None and config.llm == "offline" and not base_url):
+        settings.CONFIG = dataclasses.replace(config, llm="offline")
+        return "offline"
+    settings.CONFIG = dataclasses.replace(
+        config,
+        llm="openai",
+        model=model or config.model,
+        openai_base_url=base_url or config.openai_base_url,
+        # Local servers (Ollama, vLLM) take any key; the SDK insists on one.
+        openai_api_key=config.openai_api_key or ("none" if base_url or config.openai_base_url else None),
+    )
+    if not settings.CONFIG.openai_api_key:
+        raise CommandError(
+            "No OPENAI_API_KEY (or --base-url of a local server) for a real model; use --model offline."
+        )
+    return settings.CONFIG.model
+
+
+class Command(BaseCommand):
+    help = "Run the agents' evaluation scenarios and grade them."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--model", help="model to evaluate ('offline' for the offline model)")
+        parser.add_argument("--base-url", help="OpenAI-compatible endpoint (default OPENAI_BASE_URL)")
+        parser.add_argument("--only", action="append", default=[], help="name, category, tag or difficulty")
+        parser.add_argument("--repeat", type=int, default=1, help="runs per scenario")
+        parser.add_argument("--parallel", type=int, default=1, help="scenarios running at once")
+        parser.add_argument("--judge-model", help="LLM judge of the root cause (default: none)")
+        parser.add_argument("--judge-base-url", help="the judge's endpoint (ONGRID_EVAL_JUDGE_BASE_URL)")
+        parser.add_argument("--baseline", help="a previous results.json to compare with")
+        parser.add_argument("--output", help="directory for the reports (default var/evals/<timestamp>)")
+        parser.add_argument("--scenarios", help="scenario directory (default evals/scenarios)")
+        parser.add_argument("--keep", action="store_true", help="keep each organization for the audit pages")
+        parser.add_argument("--list", action="store_true", help="list the selected scenarios and stop")
+
+    def handle(self, *args, **options):
+        if options["repeat"] < 1 or options["parallel"] < 1:
+            raise CommandError("--repeat and --parallel must be at least 1.")
+        baseline = self._baseline(options["baseline"])
+        try:
+            scenarios = load_suite(Path(options["scenarios"] or SCENARIOS_DIR), options["only"] or None)
+        except ScenarioError as error:
+            raise CommandError(str(error)) from None
+        if not scenarios:
+            raise CommandError("No scenario matches --only " + " ".join(options["only"]))
+        if options["list"]:
+            for scenario in scenarios:
+                self.stdout.write(f"{scenario.name:<36} {scenario.category:<14} {scenario.difficulty}")
+            return
+        model = use_model(options["model"], options["base_url"])
+        judge_model = options["judge_model"] or settings.CONFIG.eval_judge_model
+        run_options = RunOptions(
+            repeat=options["repeat"],
+            parallel=options["parallel"],
+            keep=options["keep"],
+            judge_provider=judge_provider(judge_model, options["judge_base_url"]) if judge_model else None,
+        )
+        started = datetime.now(UTC)
+        self.stderr.write(f"{len(scenarios)} scenario(s) × {options['repeat']} with model {model}")
+        results = asyncio.run(run_suite(scenarios, run_options, self._progress))
+        self.stderr.write("")
+        meta = {
+            "model": model,
+            "judge_model": judge_model or "",
+            "started_at": started.isoformat(),
+            "finished_at": datetime.now(UTC).isoformat(),
+            "repeat": options["repeat"],
+            "selection": options["only"],
+        }
+        document = reports.as_document(results, meta)
+        if baseline is not None:
+            document["comparison"] = reports.compare(document, baseline)
+        stamp = started.strftime("%Y%m%dT%H%M%SZ")
+        directory = Path(options["output"] or settings.CONFIG.data_dir / "evals" / stamp)
+        directory.mkdir(parents=True, exist_ok=True)
+        json_path = reports.write_json(document, directory)
+        junit_path = reports.write_junit(results, directory)
+        self.stdout.write(reports.table(results))
+        self.stdout.write("")
+        self.stdout.write(reports.rates_text(document["summary"]))
+        if baseline is not None:
+            self.stdout.write("")
+            self.stdout.write(reports.comparison_text(document["comparison"]))
+        if options["keep"]:
+            kept = sorted({r.organization for r in results})
+            self.stdout.write(f"\nkept organizations (audit pages, as platform staff): {', '.join(kept)}")
+        self.stdout.write(f"\nresults: {json_path}\njunit:   {junit_path}")
+
+    @staticmethod
+    def _baseline(path: str | None) -> dict | None:
+        if not path:
+            return None
+        try:
+            return json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise CommandError(f"Cannot read the baseline {path}: {error}") from None
+
+    def _progress(self, result: RunResult, done: int, total: int) -> None:
+        filled = BAR_WIDTH * done // total
+        bar = "#" * filled + "." * (BAR_WIDTH - filled)
+        verdict = "pass" if result.passed else "FAIL"
+        self.stderr.write(f"\r[{bar}] {done}/{total} {result.scenario[:40]:<40} {verdict}", ending="")
+        self.stderr.flush()

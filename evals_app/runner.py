@@ -1,0 +1,191 @@
+"""Running scenarios: one ordinary chat turn per scenario, in its own throwaway organization.
+
+For each run the runner creates the scenario's organization and estate, registers the scenario's
+recordings for that organization (`agents_app/replay.py`), asks the question through the runtime
+exactly as the chat page would (the review gate, budgets and audit included), reads back what
+happened and grades it. The recordings are unregistered when the turn ends and the organization
+is removed afterwards, unless `keep` asks to leave it for browsing in the audit pages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from asgiref.sync import sync_to_async
+from django.contrib.auth import get_user_model
+
+from agents_app.redirect_stubs import STUBS
+from agents_app.replay import Replay, replaying
+from agents_app.runtime import get_runtime
+from agents_app.tools.base import load_builtin_tools
+from chat_app import services
+from chat_app.models import Channel
+from evals_app.estate import Sandbox, create_sandbox, remove_sandbox
+from evals_app.evidence import Evidence, collect
+from evals_app.grading import Check, grade
+from evals_app.judge import judge
+from evals_app.scenarios import Scenario
+
+CONTROL_TOOLS = {"AgentTool", "SendMessage", "TaskStop"}
+# Tools that read or change the estate loaded into the organization run for real; every other
+# built-in tool (telemetry, host commands, Alertmanager silences) is answered from the recordings.
+LIVE_MODULES = ("agents_app.tools.inventory", "agents_app.tools.knowledge")
+LIVE_TOOLS = {"acknowledge_incident", "resolve_incident"}
+
+
+def replayed_tools() -> frozenset[str]:
+    return frozenset(
+        name
+        for name, tool in load_builtin_tools().items()
+        if tool.handler.__module__ not in LIVE_MODULES and name not in LIVE_TOOLS
+    )
+
+
+def known_tools() -> set[str]:
+    return set(load_builtin_tools()) | CONTROL_TOOLS | {stub.name for stub in STUBS}
+
+
+@dataclass
+class RunResult:
+    """One run of one scenario, as the reports print and store it."""
+
+    scenario: str
+    category: str
+    difficulty: str
+    tags: list[str]
+    attempt: int
+    passed: bool
+    score: float
+    checks: list[Check]
+    tool_calls: int = 0
+    tokens: int = 0
+    latency_s: float = 0.0
+    cost_usd: float | None = None
+    answer: str = ""
+    dispatched: list[str] = field(default_factory=list)
+    tools_used: list[str] = field(default_factory=list)
+    session_ids: list[int] = field(default_factory=list)
+    organization: str = ""
+    judge: dict | None = None
+    error: str = ""
+
+    @property
+    def failed_checks(self) -> list[str]:
+        return [c.name for c in self.checks if not c.passed]
+
+    def as_dict(self) -> dict:
+        return {
+            "scenario": self.scenario,
+            "category": self.category,
+            "difficulty": self.difficulty,
+            "tags": self.tags,
+            "attempt": self.attempt,
+            "passed": self.passed,
+            "score": self.score,
+            "checks": [c.as_dict() for c in self.checks],
+            "failed_checks": self.failed_checks,
+            "tool_calls": self.tool_calls,
+            "tokens": self.tokens,
+            "latency_s": self.latency_s,
+            "cost_usd": self.cost_usd,
+            "answer": self.answer,
+            "dispatched": self.dispatched,
+            "tools_used": self.tools_used,
+            "session_ids": self.session_ids,
+            "organization": self.organization,
+            "judge": self.judge,
+            "error": self.error,
+        }
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    repeat: int = 1
+    parallel: int = 1
+    keep: bool = False  # leave each organization (and its sessions) in place for the audit pages
+    judge_provider: object | None = None  # an OpenAIProvider for the judge, or None: no judge
+
+
+def question_of(scenario: Scenario, sandbox: Sandbox) -> str:
+    """The question, with `{incident_id}` standing for the first incident the estate loaded."""
+    incident = sandbox.incident_ids[0] if sandbox.incident_ids else ""
+    return scenario.question.replace("{incident_id}", str(incident))
+
+
+async def _ask(sandbox: Sandbox, scenario: Scenario) -> int:
+    user = await get_user_model().objects.aget(pk=sandbox.user_id)
+    chat = await sync_to_async(services.start_chat)(user, channel=Channel.CLI, title=f"eval: {scenario.name}")
+    await services.abegin_turn(chat.pk, question_of(scenario, sandbox))
+    await get_runtime().run_turn(chat.pk)
+    return chat.pk
+
+
+def score_of(checks: list[Check], verdict: dict | None) -> tuple[bool, float]:
+    outcomes = [c.passed for c in checks] + ([verdict["verdict"] == "pass"] if verdict else [])
+    if not outcomes:
+        return False, 0.0
+    return all(outcomes), round(sum(outcomes) / len(outcomes), 3)
+
+
+async def run_scenario(scenario: Scenario, attempt: int, options: RunOptions) -> RunResult:
+    """Create, ask, grade, clean up. A crash anywhere becomes a failed result, never an abort."""
+    result = RunResult(
+        scenario.name, scenario.category, scenario.difficulty, list(scenario.tags), attempt, False, 0.0, []
+    )
+    sandbox = await sync_to_async(create_sandbox)(scenario.name, scenario.estate)
+    result.organization = sandbox.organization_slug
+    clock = time.monotonic()
+    try:
+        replay = Replay(scenario.recordings, replayed_tools(), scenario.name)
+        with replaying(sandbox.organization_id, replay):
+            session_id = await _ask(sandbox, scenario)
+        result.latency_s = round(time.monotonic() - clock, 3)
+        evidence: Evidence = await sync_to_async(collect)(session_id)
+        result.checks = grade(scenario, evidence, known_tools())
+        if options.judge_provider is not None and scenario.expected.root_cause:
+            result.judge = (await judge(scenario, evidence.answer, options.judge_provider)).as_dict()
+        result.passed, result.score = score_of(result.checks, result.judge)
+        result.tool_calls = len(evidence.investigation)
+        result.tokens = evidence.tokens
+        result.cost_usd = evidence.cost_usd
+        result.answer = evidence.answer
+        result.dispatched = list(evidence.dispatched)
+        result.tools_used = [a.tool for a in evidence.attempts]
+        result.session_ids = list(evidence.session_ids)
+        result.error = evidence.error
+    except Exception as error:  # noqa: BLE001 - one broken scenario must not stop the suite
+        result.latency_s = round(time.monotonic() - clock, 3)
+        result.error = f"{type(error).__name__}: {error}"
+        result.checks = [Check("answered", False, result.error)]
+    finally:
+        if not options.keep:
+            await sync_to_async(remove_sandbox)(sandbox)
+    return result
+
+
+Progress = Callable[[RunResult, int, int], Awaitable[None] | None]
+
+
+async def run_suite(
+    scenarios: list[Scenario], options: RunOptions, progress: Progress | None = None
+) -> list[RunResult]:
+    """Every scenario `repeat` times, at most `parallel` at once; results in a stable order."""
+    jobs = [(scenario, attempt) for scenario in scenarios for attempt in range(1, options.repeat + 1)]
+    gate = asyncio.Semaphore(max(1, options.parallel))
+    done = 0
+
+    async def one(scenario: Scenario, attempt: int) -> RunResult:
+        nonlocal done
+        async with gate:
+            result = await run_scenario(scenario, attempt, options)
+        done += 1
+        if progress is not None:
+            shown = progress(result, done, len(jobs))
+            if asyncio.iscoroutine(shown):
+                await shown
+        return result
+
+    return list(await asyncio.gather(*(one(s, a) for s, a in jobs)))

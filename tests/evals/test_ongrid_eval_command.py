@@ -1,0 +1,53 @@
+"""`manage.py ongrid_eval` with the offline model: reports that parse, verdicts from the grader
+(an easy scenario passes, a cascade fails), and `--baseline` naming a regression."""
+
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _run(tmp_path, name: str, *extra: str) -> tuple[dict, str]:
+    out = StringIO()
+    target = tmp_path / name
+    call_command(
+        "ongrid_eval", "--model", "offline", "--only", "disk-full-logs", "--only", "config-change-pool",
+        "--output", str(target), *extra, stdout=out, stderr=StringIO(),
+    )  # fmt: skip
+    return json.loads((target / "results.json").read_text()), out.getvalue()
+
+
+def test_offline_run_writes_json_and_junit_and_compares_with_a_baseline(tmp_path):
+    document, printed = _run(tmp_path, "first")
+    verdicts = {r["scenario"]: r["passed"] for r in document["results"]}
+    assert verdicts == {"disk-full-logs": True, "config-change-pool": False}
+    assert document["model"] == "offline"
+    assert document["summary"]["categories"]["disk"] == {"runs": 1, "passed": 1, "rate": 1.0}
+    failed = next(r for r in document["results"] if r["scenario"] == "config-change-pool")
+    assert "patient_zero" in failed["failed_checks"]
+    assert re.search(r"disk-full-logs +PASS", printed) and re.search(r"config-change-pool +FAIL", printed)
+    assert re.search(r"overall +1/2 +50.0 %", printed)
+
+    suites = ET.parse(tmp_path / "first" / "junit.xml").getroot()
+    cases = {case.get("name"): case for case in suites.iter("testcase")}
+    assert set(cases) == {"disk-full-logs", "config-change-pool"}
+    assert cases["config-change-pool"].find("failure") is not None
+    assert cases["disk-full-logs"].find("failure") is None
+
+    # A baseline in which the cascade passed: this run is a regression on it.
+    for result in document["results"]:
+        result["passed"], result["score"] = True, 1.0
+    document["summary"]["overall"]["rate"] = 1.0
+    baseline = tmp_path / "baseline.json"
+    baseline.write_text(json.dumps(document))
+    again, printed = _run(tmp_path, "second", "--baseline", str(baseline))
+    assert [w["scenario"] for w in again["comparison"]["worse"]] == ["config-change-pool"]
+    assert again["comparison"]["overall"] == [1.0, 0.5]
+    assert "worse  config-change-pool: passed 100% → 0%" in printed
