@@ -3,6 +3,7 @@ the investigator persona against the fake LLM through the real SDK → stored re
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import threading
@@ -190,3 +191,16 @@ def test_resolving_the_incident_mid_run_stops_the_investigation(client, receiver
     assert investigation.status == "stopped"
     assert "resolved" in investigation.error
     assert ChatSession.objects.get(pk=investigation.session_id).status == "killed"
+
+
+def test_the_offline_model_investigates_from_real_tool_results(client, settings, receiver, db_host):
+    settings.CONFIG = dataclasses.replace(settings.CONFIG, llm="offline")
+    incident = deliver(client, receiver)
+    investigation = wait_finished(Investigation.objects.get(incident=incident).pk)
+    assert investigation.status == "done", investigation.error
+    assert investigation.report["confidence_word"] == "low"
+    assert "offline model" in investigation.report["summary"]
+    assert investigation.report["patient_zero"] == {"kind": "service", "name": "checkout"}
+    assert (
+        AuditLog.objects.get(pk=investigation.report["evidence"][0]["audit_id"]).tool == "get_incident_detail"
+    )
