@@ -415,8 +415,7 @@ def _offline_report(detail_json: str) -> dict | None:
     changes = detail.get("recent_changes") or []
     finding = f"{len(alerts)} alert(s) in the group, {len(changes)} change event(s) around the start"
     return {
-        "summary": f"{incident.get('title', 'The incident')}: first read of the incident by the offline stand-in. "
-        f"{LABEL}",
+        "summary": f"{incident.get('title', 'The incident')}: a first read by the offline stand-in. {LABEL}",
         "root_cause": f"Not established by the offline stand-in; the alerts point at {patient_zero['name']}.",
         "patient_zero": patient_zero,
         "causal_chain": [f"{patient_zero['name']} alerting"],
