@@ -26,7 +26,7 @@ from agents_app.toolbag import build_toolbag
 from agents_app.tools.base import Tool, ToolContext, ToolError, load_builtin_tools
 from audit_app.recorder import record_llm_call
 from chat_app import services
-from chat_app.models import ChatMessage, ChatSession, MessageKind, MessageRole, SessionStatus
+from chat_app.models import ChatMessage, ChatSession, MessageKind, MessageRole, SessionKind, SessionStatus
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +53,13 @@ class Runtime:
 
     # ---- turns -------------------------------------------------------------------------------
 
-    async def run_turn(self, session_id: int, listeners: list[Listener] | None = None) -> AgentResult | None:
-        """Run the coordinator over the session's history; the user's message is already saved."""
+    async def run_turn(
+        self, session_id: int, listeners: list[Listener] | None = None, extra_tools: list[Tool] | None = None
+    ) -> AgentResult | None:
+        """Run the coordinator over the session's history; the user's message is already saved.
+
+        A root session of kind `investigation` is run by its own persona (`agent_id`) instead,
+        coordinator-less, with its read toolbag plus `extra_tools` (docs/investigations.md)."""
         session = await ChatSession.objects.aget(pk=session_id)
         publisher = Publisher(session.root_session_id or session.pk, list(listeners or []))
         token = self._register(session.pk, publisher.root_session_id)
@@ -75,7 +80,7 @@ class Runtime:
         result: AgentResult | None = None
         error = ""
         try:
-            result = await self._run_coordinator(session, publisher, token)
+            result = await self._run_coordinator(session, publisher, token, extra_tools)
             error = result.error or ""
         except asyncio.CancelledError:
             error = "The turn was cancelled."
@@ -90,21 +95,28 @@ class Runtime:
         return result
 
     async def _run_coordinator(
-        self, session: ChatSession, publisher: Publisher, token: CancelToken
+        self, session: ChatSession, publisher: Publisher, token: CancelToken, extra_tools: list[Tool] | None
     ) -> AgentResult:
         registry = await aget_registry(session.organization_id)
-        persona = registry.by_name(COORDINATOR)
-        if persona is None:
-            raise RuntimeError("No coordinator persona named 'default' is loaded.")
-        specialists = [p for p in registry.all() if p.name not in NOT_DISPATCHABLE]
-        catalog = agent_catalog(specialists)
+        if session.kind == SessionKind.INVESTIGATION and session.parent_session_id is None:
+            persona = registry.by_name(session.agent_id)
+            if persona is None:
+                raise RuntimeError(f"No persona named {session.agent_id!r} is loaded.")
+            catalog = None
+            tools = build_toolbag(persona, load_builtin_tools(), coordinator=False) + list(extra_tools or [])
+        else:
+            persona = registry.by_name(COORDINATOR)
+            if persona is None:
+                raise RuntimeError("No coordinator persona named 'default' is loaded.")
+            specialists = [p for p in registry.all() if p.name not in NOT_DISPATCHABLE]
+            catalog = agent_catalog(specialists)
+            tools = self._coordinator_tools(persona, session, publisher, [p.name for p in specialists])
         ctx = ToolContext(
             organization_id=session.organization_id,
             session_id=session.pk,
             user_id=session.user_id,
-            persona_name=COORDINATOR,
+            persona_name=persona.name,
         )
-        tools = self._coordinator_tools(persona, session, publisher, [p.name for p in specialists])
         messages = await services.ahistory(session.pk, HISTORY_LIMIT)
         result = await run_agent(
             persona=persona,

@@ -27,6 +27,7 @@ from chat_app.models import (
     SessionKind,
     SessionStatus,
 )
+from chat_app.signals import session_reaped
 from ops_app.tenancy import organization_of
 
 log = logging.getLogger(__name__)
@@ -52,6 +53,20 @@ def start_chat(user, *, channel: str = Channel.WEB, title: str = "", thread_key:
         channel=channel,
         title=title[:200],
         thread_key=thread_key,
+    )
+
+
+def start_investigation(organization_id: int, user=None, *, title: str = "") -> ChatSession:
+    """A root session of kind `investigation`, run by the incident investigator (docs/investigations.md).
+
+    Owned by the organization: `user` is the person who asked, or None when the alert pipeline did."""
+    return ChatSession.objects.create(
+        organization_id=organization_id,
+        user=user,
+        agent_id="incident-investigator",
+        kind=SessionKind.INVESTIGATION,
+        channel=Channel.WEB,
+        title=title[:200],
     )
 
 
@@ -236,19 +251,20 @@ def reap_orphans(now=None) -> int:
     (docs/runtime.md, "Worker lifecycle")."""
     now = now or timezone.now()
     open_rows = ChatSession.objects.filter(status__in=[SessionStatus.PENDING, SessionStatus.RUNNING]).only(
-        "pk", "owner", "heartbeat_at", "parent_session_id"
+        "pk", "owner", "heartbeat_at", "parent_session_id", "kind"
     )
     reaped = 0
     for row in open_rows.iterator():
         if not _owner_is_gone(row.owner, row.heartbeat_at, now):
             continue
         reason = f"The process running this session ({row.owner or 'unknown'}) is gone; closed by the reaper."
-        if row.parent_session_id is None:
+        if row.parent_session_id is None and row.kind != SessionKind.INVESTIGATION:
             ChatSession.objects.filter(pk=row.pk).update(
                 status=SessionStatus.IDLE, owner="", heartbeat_at=None, error=reason
             )
         else:
             close_session(row.pk, SessionStatus.FAILED, error=reason)
+        session_reaped.send(sender=ChatSession, session_id=row.pk, kind=row.kind, reason=reason)
         reaped += 1
     if reaped:
         log.warning("reaper closed %d orphaned session(s)", reaped)

@@ -12,6 +12,7 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from agents_app import executors  # noqa: E402
+from incidents_app import startup  # noqa: E402
 from ongrid_site.origins import ExactOriginValidator  # noqa: E402
 from ongrid_site.routing import websocket_urlpatterns  # noqa: E402
 
@@ -28,4 +29,5 @@ async def application(scope, receive, send):
     and the first request of a process closes session rows orphaned by a previous crash."""
     if executors.remember_main_loop(asyncio.get_running_loop()):
         executors.run_in_background(executors.reap_at_startup())
+        executors.run_in_background(startup.recover_investigations())
     await router(scope, receive, send)

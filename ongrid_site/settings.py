@@ -39,6 +39,7 @@ INSTALLED_APPS = [
     "audit_app",
     "web_app",
     "evals_app",
+    "incidents_app",
 ]
 
 MIDDLEWARE = [

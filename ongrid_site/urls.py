@@ -15,6 +15,7 @@ urlpatterns = [
     path("api/", include("rest_framework.urls")),
     path("", include("agents_app.urls")),
     path("", include("web_app.urls")),
+    path("", include("incidents_app.urls")),
     path("", include("ops_app.urls")),
 ]
 

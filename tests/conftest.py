@@ -26,6 +26,13 @@ def _local_device_allowed(settings) -> None:
     settings.CONFIG = dataclasses.replace(settings.CONFIG, allow_local_device=True)
 
 
+@pytest.fixture(autouse=True)
+def _no_automatic_investigations(settings) -> None:
+    """Incidents created by unrelated tests do not start investigations in the background; the
+    investigation tests turn it back on (tests/support/investigations.py)."""
+    settings.CONFIG = dataclasses.replace(settings.CONFIG, auto_investigate=False)
+
+
 @pytest.fixture
 def org(db) -> Organization:
     return create_organization("Acme Corp", "acme")

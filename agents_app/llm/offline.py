@@ -354,6 +354,8 @@ def respond(messages: list[dict], tools: list[dict]) -> LLMCompletion:
     names = {spec.get("function", {}).get("name") for spec in tools}
     users = [_content(m) for m in conversation if m.get("role") == "user"]
     request = users[-1] if users else ""
+    if "submit_report" in names:
+        return investigate_offline(conversation)
     if conversation and conversation[-1].get("role") == "tool":
         return _final(summarise(_trailing_results(conversation)))
     if "AgentTool" in names:
@@ -364,6 +366,66 @@ def respond(messages: list[dict], tools: list[dict]) -> LLMCompletion:
     if calls:
         return LLMCompletion(text="", tool_calls=calls, finish_reason="tool_calls")
     return _final(_plain_answer(request, bool(tools)))
+
+
+# ---- automatic investigations (docs/investigations.md): kept apart from the chat paths ----------
+
+_INCIDENT_REF = re.compile(r"incident #(\d+)")
+
+
+def investigate_offline(conversation: list[dict]) -> LLMCompletion:
+    """The investigator's run without a model: read the incident with `get_incident_detail`, then
+    submit a low-confidence report filled from what it returned, then say so in one line."""
+    users = [_content(m) for m in conversation if m.get("role") == "user"]
+    found = _INCIDENT_REF.search(users[0] if users else "")
+    steps = [m for m in conversation if m.get("role") == "assistant" and m.get("tool_calls")]
+    if found is None:
+        return _final(f"No incident id in the brief; nothing to investigate. {LABEL}")
+    if not steps:
+        arguments = json.dumps({"incident_id": int(found.group(1))})
+        call = ToolCall(id="offline_detail", name="get_incident_detail", arguments_raw=arguments)
+        return LLMCompletion(text="", tool_calls=[call], finish_reason="tool_calls")
+    results = _trailing_results(conversation)
+    if results and results[0][0] == "get_incident_detail" and len(steps) == 1:
+        report = _offline_report(results[0][1])
+        if report is not None:
+            call = ToolCall(id="offline_report", name="submit_report", arguments_raw=json.dumps(report))
+            return LLMCompletion(text="", tool_calls=[call], finish_reason="tool_calls")
+    told = results[0][1][:500] if results else ""
+    return _final(f"Investigation finished by the offline stand-in. {told} {LABEL}".strip())
+
+
+def _offline_report(detail_json: str) -> dict | None:
+    try:
+        detail = json.loads(detail_json)
+        incident = detail["incident"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    devices, nodes = detail.get("devices") or [], detail.get("topology_nodes") or []
+    services = incident.get("services") or []
+    if devices:
+        patient_zero = {"kind": "device", "name": devices[0]}
+    elif nodes and isinstance(nodes[0], dict) and nodes[0].get("name"):
+        patient_zero = {"kind": "topology_node", "name": nodes[0]["name"]}
+    elif services:
+        patient_zero = {"kind": "service", "name": services[0]}
+    else:
+        return None
+    alerts = detail.get("alerts") or []
+    changes = detail.get("recent_changes") or []
+    finding = f"{len(alerts)} alert(s) in the group, {len(changes)} change event(s) around the start"
+    return {
+        "summary": f"{incident.get('title', 'The incident')}: a first read by the offline stand-in. {LABEL}",
+        "root_cause": f"Not established by the offline stand-in; the alerts point at {patient_zero['name']}.",
+        "patient_zero": patient_zero,
+        "causal_chain": [f"{patient_zero['name']} alerting"],
+        "symptoms": [str(a.get("name") or a)[:200] for a in alerts[:5] if isinstance(a, dict)],
+        "evidence": [{"tool_call_id": "offline_detail", "finding": finding}],
+        "confidence": 0.2,
+        "confidence_word": "low",
+        "next_actions": [{"action": "Configure a real LLM (OPENAI_API_KEY) for a full investigation."}],
+        "ruled_out": [],
+    }
 
 
 def _plain_answer(request: str, had_tools: bool) -> str:

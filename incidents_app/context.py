@@ -1,0 +1,29 @@
+"""The text that hands an incident and its latest report to a chat's coordinator."""
+
+from __future__ import annotations
+
+import json
+
+from ops_app.models import Incident
+
+
+def incident_context(incident: Incident, question: str = "") -> str:
+    latest = incident.investigations.order_by("-created_at", "-pk").first()
+    facts = {
+        "incident_id": incident.pk,
+        "title": incident.title,
+        "severity": incident.severity,
+        "status": incident.status,
+        "started_at": str(incident.started_at),
+        "affected_services": incident.affected_services,
+        "device": incident.device.name if incident.device_id else None,
+    }
+    parts = [
+        (question.strip() or f"Help me with incident #{incident.pk}: {incident.title}."),
+        "",
+        "Incident: " + json.dumps(facts, default=str),
+    ]
+    if latest is not None:
+        found = latest.report or {"partial_findings": latest.partial_findings[:2000]}
+        parts.append(f"Latest investigation ({latest.status}): " + json.dumps(found, default=str)[:8000])
+    return "\n".join(parts)

@@ -1,0 +1,197 @@
+"""Running one investigation: the investigator persona as the root agent of an `investigation`
+session, with `submit_report` added to its read-only toolbag (docs/investigations.md).
+
+The report is the run's product: a valid `submit_report` call ends the investigation `done`; an
+invalid one is answered with the validation problems (at most `MAX_REPORT_ATTEMPTS` tries); a run
+that ends without one is `inconclusive`, keeping the agent's last words as partial findings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+import logging
+from dataclasses import dataclass, field
+
+from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
+from django.conf import settings
+
+from agents_app.executors import run_in_background
+from agents_app.runtime import get_runtime
+from agents_app.tools.base import Tool, ToolContext, ToolError
+from incidents_app import investigations, notify
+from incidents_app.models import Investigation
+from incidents_app.report import REPORT_SCHEMA, check_report
+from ops_app.models import Incident
+
+log = logging.getLogger(__name__)
+MAX_REPORT_ATTEMPTS = 3
+Status = Investigation.Status
+
+
+def incident_group(incident_id: int) -> str:
+    """The channel-layer group an incident page listens on."""
+    return f"incident.{incident_id}"
+
+
+@dataclass
+class ReportBox:
+    incident: Incident
+    session_id: int
+    attempts: int = 0
+    report: dict = field(default_factory=dict)
+
+
+def submit_report_tool(box: ReportBox) -> Tool:
+    async def handler(ctx: ToolContext, **report) -> dict:
+        if box.report:
+            return {"status": "already accepted", "hint": "Your report is stored; answer with one line."}
+        if box.attempts >= MAX_REPORT_ATTEMPTS:
+            raise ToolError("No attempts left: stop and answer with your findings in plain text.")
+        box.attempts += 1
+        checked = await sync_to_async(check_report)(report, box.incident, box.session_id)
+        if not checked.ok:
+            left = MAX_REPORT_ATTEMPTS - box.attempts
+            raise ToolError(
+                "The report does not validate; fix these and call submit_report again "
+                f"({left} attempt(s) left):\n- " + "\n- ".join(checked.problems)
+            )
+        box.report = checked.report
+        return {"status": "accepted", "hint": "Report stored. Answer with one line; do not call more tools."}
+
+    return Tool(
+        name="submit_report",
+        description=(
+            "Submit your root-cause report for this incident. Call it exactly once, at the end. "
+            "Every evidence item names the id of one of YOUR earlier tool calls that produced it."
+        ),
+        parameters=REPORT_SCHEMA,
+        handler=handler,
+        tool_class="read",
+    )
+
+
+def brief(incident: Incident) -> str:
+    """The investigation's first message: the incident as the alert pipeline knows it."""
+    alerts = [
+        {
+            "name": a.name,
+            "status": a.status,
+            "severity": a.severity,
+            "labels": a.labels,
+            "starts_at": str(a.starts_at),
+        }
+        for a in incident.alerts.order_by("starts_at")[:20]
+    ]
+    facts = {
+        "incident_id": incident.pk,
+        "title": incident.title,
+        "severity": incident.severity,
+        "status": incident.status,
+        "started_at": str(incident.started_at),
+        "affected_services": incident.affected_services,
+        "device": incident.device.name if incident.device_id else None,
+        "alerts": alerts,
+    }
+    return (
+        f"Investigate incident #{incident.pk}: {incident.title}. Find patient zero and the causal chain.\n"
+        "Start with get_incident_detail, gather evidence with your tools, then call submit_report "
+        "exactly once; each evidence item names the id of the tool call that produced it.\n\n"
+        + json.dumps(facts, default=str, indent=1)
+    )
+
+
+async def publish(incident_id: int, event: dict) -> None:
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        await layer.group_send(incident_group(incident_id), {"type": "incident.event", "event": event})
+    except Exception:  # noqa: BLE001 - a broken layer must not fail the investigation
+        log.exception("could not publish investigation event")
+
+
+async def run_investigation(investigation_id: int) -> Investigation | None:
+    """Run a claimed (running) investigation to a terminal state, then start the next queued one."""
+    investigation = await Investigation.objects.select_related("incident").aget(pk=investigation_id)
+    if investigation.status != Status.RUNNING:
+        return None
+    incident = investigation.incident
+    finished = None
+    try:
+        finished = await _run(investigation, incident)
+    except Exception as exc:  # noqa: BLE001 - the investigation must end whatever happened
+        log.exception("investigation %s crashed", investigation_id)
+        finished = await sync_to_async(investigations.finish)(
+            investigation_id, Status.FAILED, error=f"{type(exc).__name__}: {exc}"
+        )
+    finally:
+        if finished is not None:
+            await publish(
+                incident.pk,
+                {
+                    "event": "investigation.ended",
+                    "investigation": investigation_id,
+                    "status": finished.status,
+                },
+            )
+            await sync_to_async(notify.investigation_ended)(finished)
+        await sync_to_async(start_queued)(investigation.organization_id)
+    return finished
+
+
+async def _run(investigation: Investigation, incident: Incident) -> Investigation | None:
+    text = await sync_to_async(brief)(incident)
+    session = await sync_to_async(investigations.open_session)(investigation.pk, text)
+    await publish(
+        incident.pk,
+        {"event": "investigation.started", "investigation": investigation.pk, "session": session.pk},
+    )
+
+    async def forward(event: dict) -> None:
+        if event.get("event") in ("tool.started", "tool.ended"):
+            await publish(incident.pk, {**event, "investigation": investigation.pk})
+
+    box = ReportBox(incident, session.pk)
+    result = await get_runtime().run_turn(
+        session.pk, listeners=[forward], extra_tools=[submit_report_tool(box)]
+    )
+    usage = result.usage if result is not None else {}
+    tokens = int(usage.get("prompt_tokens", 0)) + int(usage.get("completion_tokens", 0))
+    partial = (result.text if result is not None else "") or ""
+    error = (result.error if result is not None else "") or ""
+    stop_reason = (
+        await Investigation.objects.filter(pk=investigation.pk).values_list("stop_reason", flat=True).aget()
+    )
+    if (result is not None and result.status == "killed") or (stop_reason and not box.report):
+        status, error = Status.STOPPED, error or "Stopped."
+    elif box.report:
+        status = Status.DONE
+    elif result is None or result.status == "failed":
+        status, error = Status.FAILED, error or "The investigation failed."
+    else:
+        status = Status.INCONCLUSIVE
+        error = error or "The investigator ended without a valid report."
+    return await sync_to_async(investigations.finish)(
+        investigation.pk, status, report=box.report, partial=partial, error=error, tokens=tokens
+    )
+
+
+def launch(investigation_id: int) -> asyncio.Future | concurrent.futures.Future | None:
+    """Run a claimed investigation where turns run: a Celery worker, or this process's loop."""
+    if settings.ONGRID_EXECUTOR == "celery":
+        from incidents_app.tasks import run_investigation_task
+
+        run_investigation_task.delay(investigation_id)
+        return None
+    return run_in_background(run_investigation(investigation_id))
+
+
+def start_queued(organization_id: int) -> list[int]:
+    """Claim what the organization's cap allows and launch it once the claim is committed."""
+    ids = investigations.claim_queued(organization_id)
+    for pk in ids:
+        launch(pk)
+    return ids
