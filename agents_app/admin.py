@@ -1,11 +1,12 @@
 """User agents in the admin: org admins list, search, edit, import and export their organization's
-personas; the registry's warnings are shown above the list."""
+personas; the registry's warnings are shown above the list, and the built-in and mounted personas
+beside it (read-only, each viewable as its .md file and copyable into an editable override)."""
 
 from __future__ import annotations
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -13,7 +14,8 @@ from django.urls import path, reverse
 from agents_app import registry, user_agents
 from agents_app.forms import ImportForm, UserAgentForm
 from agents_app.models import MutatingProposal, UserAgent
-from ops_app.admin_mixins import ReadOnlyTenantAdmin, TenantScopedAdmin
+from agents_app.personas import REVIEWER, persona_to_markdown
+from ops_app.admin_mixins import ReadOnlyTenantAdmin, TenantScopedAdmin, visible_organizations
 from ops_app.tenancy import organization_of, sees_all_tenants
 
 
@@ -32,6 +34,9 @@ class UserAgentAdmin(TenantScopedAdmin):
         ("Prompt additions", {"fields": ("critical_reminder", "skills", "extra")}),
         ("History", {"fields": ("created_by", "created_at", "updated_at")}),
     )
+
+    class Media:
+        css = {"all": ("css/agents_admin.css",)}
 
     def get_fieldsets(self, request, obj=None):
         fieldsets = super().get_fieldsets(request, obj)
@@ -73,6 +78,16 @@ class UserAgentAdmin(TenantScopedAdmin):
     def get_urls(self):
         own = [
             path("import/", self.admin_site.admin_view(self.import_view), name="agents_app_useragent_import"),
+            path(
+                "persona/<slug:name>/",
+                self.admin_site.admin_view(self.persona_view),
+                name="agents_app_useragent_persona",
+            ),
+            path(
+                "persona/<slug:name>/copy/",
+                self.admin_site.admin_view(self.copy_view),
+                name="agents_app_useragent_copy",
+            ),
             path(
                 "<int:object_id>/markdown/",
                 self.admin_site.admin_view(self.markdown_view),
@@ -122,9 +137,79 @@ class UserAgentAdmin(TenantScopedAdmin):
 
     def changelist_view(self, request, extra_context=None):
         organization = organization_of(request.user)
-        current = registry.get_registry(organization.pk if organization else None)
-        extra = {"registry_warnings": current.warnings(), **(extra_context or {})}
+        organization_id = organization.pk if organization else None
+        current = registry.get_registry(organization_id)
+        extra = {
+            "registry_warnings": current.warnings(),
+            "file_personas": [
+                {"persona": persona, "overridden": overridden, "copyable": persona.name != REVIEWER}
+                for persona, overridden in user_agents.file_personas(organization_id)
+            ],
+            **(extra_context or {}),
+        }
         return super().changelist_view(request, extra_context=extra)
+
+    def _file_persona(self, request, name: str):
+        if not self.has_view_or_change_permission(request):
+            raise PermissionDenied
+        persona = registry.file_registry().by_name(name)
+        if persona is None:
+            raise Http404(f"No built-in or mounted persona is named {name!r}.")
+        return persona
+
+    def _copy_targets(self, request) -> list:
+        """The organizations a copy may go to: the admin's own, or any for platform staff."""
+        organization = organization_of(request.user)
+        if not sees_all_tenants(request.user):
+            return [organization] if organization else []
+        return list(visible_organizations(request.user).order_by("name"))
+
+    def persona_view(self, request, name: str):
+        """A built-in or mounted persona, read-only, as its .md file, with "Copy to edit"."""
+        persona = self._file_persona(request, name)
+        organization = organization_of(request.user)
+        override = None
+        if organization is not None:
+            override = UserAgent.objects.filter(organization=organization, name=persona.name).first()
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": f"{persona.name} ({persona.source} persona)",
+            "persona": persona,
+            "markdown": persona_to_markdown(persona),
+            "override": override,
+            "copy_targets": self._copy_targets(request),
+            "can_copy": self.has_add_permission(request) and persona.name != REVIEWER,
+        }
+        return TemplateResponse(request, "admin/agents_app/useragent/persona.html", context)
+
+    def copy_view(self, request, name: str):
+        """ "Copy to edit" (POST): the organization's override of a file persona, then its edit page."""
+        persona = self._file_persona(request, name)
+        if request.method != "POST" or not self.has_add_permission(request):
+            raise PermissionDenied
+        targets = self._copy_targets(request)
+        chosen = request.POST.get("organization")
+        if len(targets) > 1:
+            targets = [org for org in targets if str(org.pk) == chosen]
+        if len(targets) != 1:
+            messages.error(request, "Choose the organization the copy is for.")
+            return redirect(reverse("admin:agents_app_useragent_persona", args=[persona.name]))
+        try:
+            agent, created = user_agents.copy_to_organization(persona, targets[0], request.user)
+        except ValidationError as exc:
+            for message in _messages_of(exc):
+                messages.error(request, f"Cannot copy {persona.name!r}: {message}")
+            return redirect(reverse("admin:agents_app_useragent_persona", args=[persona.name]))
+        if created:
+            messages.success(
+                request,
+                f"Copied {persona.name!r} into an agent of {targets[0]}; it replaces the "
+                f"{persona.source} persona from the next chat on. Edit it below.",
+            )
+        else:
+            messages.info(request, f"{targets[0]} already has an agent named {persona.name!r}; here it is.")
+        return redirect(reverse("admin:agents_app_useragent_change", args=[agent.pk]))
 
 
 def _messages_of(exc: ValidationError) -> list[str]:

@@ -6,10 +6,17 @@ from __future__ import annotations
 from django import forms
 from django.core.exceptions import NON_FIELD_ERRORS
 
-from agents_app import user_agents
+from agents_app import tool_names, user_agents
 from agents_app.models import UserAgent
 from agents_app.personas import MAX_PERSONA_BYTES
+from ops_app.admin_mixins import visible_organizations
 from ops_app.tenancy import organization_of, sees_all_tenants
+
+TOOL_GROUPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("read", "Read — inspect only", tool_names.READ_TOOLS),
+    ("write", "Write — change something; goes through the review gate", tool_names.WRITE_TOOLS),
+    ("control", "Control — the coordinator's orchestration tools", tool_names.CONTROL_TOOLS),
+)
 
 
 class NameListField(forms.CharField):
@@ -39,13 +46,82 @@ class NameListField(forms.CharField):
         return self.to_python(self.prepare_value(initial)) != self.to_python(data)
 
 
+def _split_names(values: list[str]) -> list[str]:
+    items = [item.strip() for value in values for line in value.splitlines() for item in line.split(",")]
+    return list(dict.fromkeys(item for item in items if item))
+
+
+class ToolPickerWidget(forms.Widget):
+    """Checkboxes for every known tool, grouped by class, plus a text box for `*` patterns.
+
+    The two halves post under `<name>` (checked tools) and `<name>_patterns` (free text) and come
+    back as one list, so a persona keeps wildcards such as `host_*` or `mcp__grafana__*` next to
+    the tools picked by hand. Free text posted under `<name>` itself (a script, an old form) is
+    split like the pattern box.
+    """
+
+    template_name = "agents_app/widgets/tool_picker.html"
+
+    def format_value(self, value):
+        if value is None or value == "":
+            return []
+        if isinstance(value, str):
+            return _split_names([value])
+        return [str(item) for item in value]
+
+    def get_context(self, name, value, attrs):
+        context = super().get_context(name, value, attrs)
+        chosen = self.format_value(value)
+        known = set(tool_names.KNOWN_TOOLS)
+        context["widget"]["groups"] = [
+            {
+                "key": key,
+                "label": label,
+                "tools": [{"name": tool, "checked": tool in chosen} for tool in tools],
+            }
+            for key, label, tools in TOOL_GROUPS
+        ]
+        context["widget"]["patterns"] = "\n".join(item for item in chosen if item not in known)
+        return context
+
+    def value_from_datadict(self, data, files, name):
+        getlist = getattr(data, "getlist", None)
+        picked = getlist(name) if getlist else data.get(name, [])
+        if isinstance(picked, str):
+            picked = [picked]
+        return _split_names([*picked, data.get(f"{name}_patterns", "")])
+
+    def value_omitted_from_data(self, data, files, name):
+        return False  # unticked checkboxes post nothing: an empty list is a real answer
+
+    def id_for_label(self, id_):
+        return f"{id_}_patterns" if id_ else id_
+
+
+class ToolListField(NameListField):
+    """`NameListField` fed by the tool picker: a list in, the same validation out."""
+
+    widget = ToolPickerWidget
+
+    def prepare_value(self, value):
+        return value
+
+    def to_python(self, value):
+        if isinstance(value, list | tuple):
+            value = "\n".join(str(item) for item in value)
+        return super().to_python(value)
+
+    def has_changed(self, initial, data):
+        return self.to_python(initial or []) != self.to_python(data)
+
+
 class UserAgentForm(forms.ModelForm):
-    tools = NameListField(
+    tools = ToolListField(
         empty_is_none=True,
-        help_text="One tool per line (or comma-separated); '*' patterns like host_* allowed. "
-        "Leave empty for the coordinator's read-only set.",
+        help_text="Tick tools, or type '*' patterns (one per line) such as host_*, *_skill or "
+        "mcp__grafana__*. Nothing at all means the coordinator's read-only set.",
     )
-    disallowed_tools = NameListField(help_text="Tools never given to this agent; beats the whitelist.")
+    disallowed_tools = ToolListField(help_text="Tools never given to this agent; beats the whitelist.")
     skills = NameListField(help_text="Skills to activate, one per line.")
 
     class Meta:
@@ -58,8 +134,25 @@ class UserAgentForm(forms.ModelForm):
         if self.user is not None and not sees_all_tenants(self.user):
             # The organization field is hidden for org admins; the row is always theirs.
             self.instance.organization = organization_of(self.user)
+        elif self.user is not None and "organization" in self.fields and not self.instance.pk:
+            self._preselect_single_organization()
         if "extra" in self.fields:
             self.fields["extra"].required = False
+
+    def _preselect_single_organization(self) -> None:
+        """Platform staff with exactly one organization to choose from are not asked to choose."""
+        choices = list(visible_organizations(self.user)[:2])
+        if len(choices) != 1:
+            return
+        field = self.fields["organization"]
+        field.initial = choices[0].pk
+        field.required = False
+        field.widget = forms.HiddenInput()
+        self.single_organization = choices[0]
+
+    def clean_organization(self):
+        chosen = self.cleaned_data.get("organization")
+        return chosen or getattr(self, "single_organization", None)
 
     def _post_clean(self) -> None:
         super()._post_clean()

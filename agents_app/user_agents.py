@@ -154,6 +154,38 @@ def import_markdown(text: str, organization, user, *, overwrite: bool = False) -
     return agent
 
 
+def file_personas(organization_id: int | None) -> list[tuple[Persona, bool]]:
+    """The built-in and mounted personas, each with whether `organization_id` overrides it with a
+    user agent, so the admin can show what exists beside the organization's own rows."""
+    overridden = set()
+    if organization_id is not None:
+        rows = UserAgent.objects.filter(organization_id=organization_id)
+        overridden = set(rows.values_list("name", flat=True))
+    return [(persona, persona.name in overridden) for persona in registry.file_registry().all()]
+
+
+@transaction.atomic
+def copy_to_organization(persona: Persona, organization, user) -> tuple[UserAgent, bool]:
+    """ "Copy to edit": a user agent of the same name for `organization`, prefilled from `persona`.
+
+    Because user agents shadow file personas of the same name (docs/personas.md), the copy is the
+    organization's override from its next dispatch on. Returns (agent, created); an existing row of
+    that name is returned untouched so a second click never overwrites edits. Raises
+    ValidationError when the persona cannot be a user agent (the reserved `reviewer`, unknown tools
+    in a mounted file, `default` for someone who is not an org admin).
+    """
+    existing = UserAgent.objects.filter(organization=organization, name=persona.name).first()
+    if existing is not None:
+        return existing, False
+    agent = UserAgent(organization=organization, created_by=user if user and user.pk else None)
+    for key, value in persona_fields(persona).items():
+        setattr(agent, key, value)
+    agent.enabled = True
+    validate(agent, user)
+    agent.save()
+    return agent, True
+
+
 # ---------------------------------------------------------------------------------------------
 # Registry notifications
 

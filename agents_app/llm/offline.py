@@ -12,6 +12,12 @@ It plays the same protocol as a real model, from the same inputs a real model se
 - nothing fits, or no tools: it answers plainly.
 
 Every final answer says it comes from the offline model. It is not clever and never pretends to be.
+It is also honest about what it did not do (docs/kernel.md, "The offline model"): asked for a change
+("restart nginx on web-1") it says in words that nothing was changed and why; it reads device names
+loosely (`web-1` is `web-01`) by listing the devices first, as a real model would; its fixed phrases
+follow the user's language (English, Spanish, French); an HTTP status ("returns 502") is never taken
+for an incident number; and its tool call ids never repeat within a session, so the audit tree's
+dispatch → worker links stay right.
 """
 
 from __future__ import annotations
@@ -25,6 +31,69 @@ from typing import Any
 from agents_app.llm.base import LLMCompletion, LLMDelta, LLMEvent, ToolCall
 
 LABEL = "(Answer from Ongrid's offline model — a deterministic stand-in, not a real LLM.)"
+# The model's fixed phrases per language; `{…}` fields are filled in. English is the fallback.
+PHRASES: dict[str, dict[str, str]] = {
+    "en": {
+        "label": LABEL,
+        "found": "Here is what the specialist found:",
+        "ran": "I ran {count} tool call(s). What they returned:",
+        "ended": "(the specialist ended {status})",
+        "hello": "Hello. Ask me about your systems.",
+        "cannot": 'You asked: "{request}". I cannot answer that on my own because {why}; '
+        "configure a real LLM (OPENAI_API_KEY) for open questions.",
+        "why_tools": "none of my tools fits it",
+        "why_none": "I have no tools here",
+        "read_as": "I read `{asked}` as the device `{found}`.",
+        "not_done": "**I did not {action}.** This is Ongrid's offline model, which never makes changes: "
+        "a change goes through the review gate (the reviewer agent, and for some agents a person, must "
+        "approve it) and needs a real LLM to propose it — configure OPENAI_API_KEY. Nothing was changed.",
+    },
+    "es": {
+        "label": "(Respuesta del modelo sin conexión de Ongrid: un sustituto determinista, no un LLM real.)",
+        "found": "Esto es lo que encontró el especialista:",
+        "ran": "Hice {count} llamada(s) a herramientas. Esto devolvieron:",
+        "ended": "(el especialista terminó con estado {status})",
+        "hello": "Hola. Pregúntame por tus sistemas.",
+        "cannot": "Preguntaste: «{request}». No puedo responder a eso por mí mismo porque {why}; "
+        "configura un LLM real (OPENAI_API_KEY) para preguntas abiertas.",
+        "why_tools": "ninguna de mis herramientas sirve para ello",
+        "why_none": "aquí no tengo herramientas",
+        "read_as": "Entiendo `{asked}` como el dispositivo `{found}`.",
+        "not_done": "**No he hecho lo que pediste («{action}»).** Esto es el modelo sin conexión de Ongrid, "
+        "que nunca hace cambios: un cambio pasa por la puerta de revisión (el agente revisor, y para algunos "
+        "agentes una persona, debe aprobarlo) y necesita un LLM real que lo proponga; configura "
+        "OPENAI_API_KEY. No se ha cambiado nada.",
+    },
+    "fr": {
+        "label": "(Réponse du modèle hors ligne d'Ongrid : un substitut déterministe, pas un vrai LLM.)",
+        "found": "Voici ce que le spécialiste a trouvé :",
+        "ran": "J'ai fait {count} appel(s) d'outil. Voici ce qu'ils ont renvoyé :",
+        "ended": "(le spécialiste s'est terminé avec l'état {status})",
+        "hello": "Bonjour. Posez-moi une question sur vos systèmes.",
+        "cannot": "Vous avez demandé : « {request} ». Je ne peux pas répondre seul, car {why} ; "
+        "configurez un vrai LLM (OPENAI_API_KEY) pour les questions ouvertes.",
+        "why_tools": "aucun de mes outils ne convient",
+        "why_none": "je n'ai pas d'outils ici",
+        "read_as": "Je comprends `{asked}` comme l'appareil `{found}`.",
+        "not_done": "**Je n'ai pas fait ce que vous avez demandé (« {action} »).** Ceci est le modèle hors "
+        "ligne d'Ongrid, qui ne fait jamais de changement : un changement passe par la porte de revue "
+        "(l'agent relecteur, et pour certains agents une personne, doit l'approuver) et demande un vrai LLM "
+        "pour le proposer ; configurez OPENAI_API_KEY. Rien n'a été modifié.",
+    },
+}
+LABELS = tuple(phrases["label"] for phrases in PHRASES.values())
+# Small, distinctive stop words per language: enough to tell the three apart in one message.
+_LANGUAGE_WORDS = {
+    "en": {"the", "is", "are", "and", "why", "what", "how", "with", "on", "my", "it", "of", "to", "for",
+           "this", "that", "returns", "please", "does", "not", "can", "you", "full", "server", "which"},
+    "es": {"el", "los", "las", "del", "por", "para", "con", "una", "está", "están", "qué", "cómo", "hay",
+           "mi", "se", "al", "lo", "pero", "muy", "y", "disco", "lleno", "servidor", "devuelve", "cuál",
+           "dónde", "reinicia", "puedes", "es", "son", "tiene"},
+    "fr": {"le", "les", "des", "du", "est", "et", "une", "pour", "avec", "sur", "pas", "ne", "je", "il",
+           "pourquoi", "quoi", "comment", "au", "aux", "ce", "cette", "mon", "plein", "serveur", "renvoie",
+           "qui", "où", "sont", "redémarre", "pouvez", "vous", "quel", "quelle"},
+}  # fmt: skip
+_LANGUAGE_LETTERS = {"es": "ñ¿¡áíóú", "fr": "çàèêùœâîôû"}
 CONTROL_TOOLS = {"AgentTool", "SendMessage", "TaskStop"}
 MAX_TOOLS = 3
 _MUTATING_WORDS = {
@@ -45,12 +114,77 @@ _IP = re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}\b")
 _URL = re.compile(r"https?://[^\s\"'<>)]+")
 _PATH = re.compile(r"(?<![\w:/.])/(?:[\w.\-]+/?)*")
 _DOMAIN = re.compile(r"\b(?:[a-z0-9-]+\.)+[a-z]{2,}\b", re.IGNORECASE)
-_NUMBER = re.compile(r"(?<![\w-])#?(\d+)\b")
+_NUMBER = re.compile(r"(?<![\w-])(#?)(\d+)\b")
+# Words around a number that make it an HTTP status ("returns 502", "HTTP 500", "a 404", "502 errors")…
+_STATUS_BEFORE = {"http", "status", "code", "error", "returns", "returned", "return", "returning", "got",
+                  "gets", "get", "getting", "a", "an", "with", "throws", "devuelve", "devuelven", "da", "un",
+                  "código", "estado", "renvoie", "renvoient", "retourne", "erreur", "une"}  # fmt: skip
+_STATUS_AFTER = {"error", "errors", "status", "response", "responses", "page", "pages", "errores", "erreurs"}
+# …and words that make it an identifier whatever its value ("incident 502", "port 443").
+_ID_BEFORE = {"incident", "incidents", "incidente", "incidencia", "id", "number", "no", "nº", "n°", "número",
+              "numéro", "ticket", "port", "puerto", "alert", "alerta", "alerte"}  # fmt: skip
+_COMMON_STATUSES = {400, 401, 403, 404, 405, 408, 409, 410, 422, 429, 500, 501, 502, 503, 504}
+
+
+def plain_numbers(text: str) -> list[int]:
+    """The numbers in `text` that may fill an argument; HTTP statuses are not among them."""
+    found = []
+    for match in _NUMBER.finditer(text):
+        value = int(match.group(2))
+        before = re.findall(r"[\w°º]+", text[: match.start()].lower())[-1:]
+        after = re.findall(r"\w+", text[match.end() :].lower())[:1]
+        explicit_id = match.group(1) == "#" or (before and before[0] in _ID_BEFORE)
+        if 100 <= value <= 599 and not explicit_id:
+            cued = (before and before[0] in _STATUS_BEFORE) or (after and after[0] in _STATUS_AFTER)
+            if cued or value in _COMMON_STATUSES:
+                continue
+        found.append(value)
+    return found
+
+
 # "on web", "host db-primary", "server ongrid-manager": the word after such a cue names a device even
 # without the digits `_DEVICE` expects.
 _DEVICE_CUE = re.compile(
     r"\b(?:on|host|server|device|node|machine)\s+([a-z][a-z0-9]*(?:[-.][a-z0-9]+)+)\b", re.IGNORECASE
 )
+
+
+def detect_language(text: str) -> str:
+    """'en', 'es' or 'fr' for a message, by counting stop words and telltale letters; ties → 'en'."""
+    lowered = text.lower()
+    tokens = re.findall(r"\w+", lowered)
+    scores = {
+        language: sum(token in vocabulary for token in tokens)
+        for language, vocabulary in _LANGUAGE_WORDS.items()
+    }
+    for language, letters in _LANGUAGE_LETTERS.items():
+        scores[language] += 2 * sum(lowered.count(letter) for letter in letters)
+    best = max(scores.values())
+    if best == 0 or scores["en"] == best:
+        return "en"
+    return max(("es", "fr"), key=lambda language: scores[language])
+
+
+def phrase(language: str, key: str, **fields: Any) -> str:
+    text = PHRASES.get(language, PHRASES["en"])[key]
+    return text.format(**fields) if fields else text
+
+
+def device_key(name: str) -> tuple[str, ...]:
+    """The parts of a device name that matter: letters lower-cased, numbers as numbers, separators
+    dropped, so `web-1`, `WEB_01` and `web01` are one key."""
+    return tuple(
+        str(int(part)) if part.isdigit() else part for part in re.findall(r"[a-z]+|\d+", name.lower())
+    )
+
+
+def match_device(asked: str, known: list[str]) -> str | None:
+    """The known device `asked` means: an exact name first, else one with the same `device_key`."""
+    for name in known:
+        if name == asked:
+            return name
+    key = device_key(asked)
+    return next((name for name in known if device_key(name) == key), None)
 
 
 @dataclass(frozen=True)
@@ -157,7 +291,7 @@ class Facts:
             urls=urls,
             paths=_PATH.findall(without_urls),
             domains=[d for d in _DOMAIN.findall(without_urls) if not _IP.fullmatch(d)],
-            numbers=[int(n) for n in _NUMBER.findall(_DEVICE.sub(" ", without_urls))],
+            numbers=plain_numbers(_DEVICE.sub(" ", without_urls)),
         )
 
 
@@ -193,7 +327,10 @@ def fill_argument(key: str, spec: dict, facts: Facts) -> Any:
     if "traceql" in hint:
         return "{}"
     if kind in ("integer", "number"):
-        return facts.numbers[0] if facts.numbers else spec.get("minimum", 1)
+        if facts.numbers:
+            return facts.numbers[0]
+        # An id nobody mentioned is not guessed: "incident 1" would be a made-up answer.
+        return _MISSING if "incident" in name or name.endswith("_id") else spec.get("minimum", 1)
     if kind == "boolean":
         return False
     if kind == "array":
@@ -214,8 +351,9 @@ def plan_arguments(schema: dict, facts: Facts) -> dict | None:
     return arguments
 
 
-def pick_tool_calls(request: str, tools: list[dict]) -> list[ToolCall]:
-    """Up to three read-looking tools whose names/descriptions share words with the request."""
+def pick_tool_calls(request: str, tools: list[dict], first_id: int = 1) -> list[ToolCall]:
+    """Up to three read-looking tools whose names/descriptions share words with the request;
+    their ids are `offline_<n>` from `first_id` on."""
     asked, facts = request_words(request), Facts.of(request)
     ranked = []
     for spec in tools:
@@ -232,12 +370,16 @@ def pick_tool_calls(request: str, tools: list[dict]) -> list[ToolCall]:
             ranked.append((-score, name, arguments))
     ranked.sort(key=lambda item: (item[0], item[1]))
     return [
-        ToolCall(id=f"offline_{index}", name=name, arguments_raw=json.dumps(arguments, ensure_ascii=False))
+        ToolCall(
+            id=f"offline_{first_id + index}",
+            name=name,
+            arguments_raw=json.dumps(arguments, ensure_ascii=False),
+        )
         for index, (_, name, arguments) in enumerate(ranked[:MAX_TOOLS])
     ]
 
 
-def dispatch(entry: CatalogEntry, request: str) -> ToolCall:
+def dispatch(entry: CatalogEntry, request: str, call_id: str = "offline_1") -> ToolCall:
     facts = Facts.of(request)
     context = ""
     if facts.devices:
@@ -254,9 +396,7 @@ def dispatch(entry: CatalogEntry, request: str) -> ToolCall:
         "subagent_type": entry.name,
         "prompt": brief,
     }
-    return ToolCall(
-        id="offline_dispatch", name="AgentTool", arguments_raw=json.dumps(arguments, ensure_ascii=False)
-    )
+    return ToolCall(id=call_id, name="AgentTool", arguments_raw=json.dumps(arguments, ensure_ascii=False))
 
 
 def _content(message: dict) -> str:
@@ -266,22 +406,56 @@ def _content(message: dict) -> str:
     return content or ""
 
 
+def _call_names(conversation: list[dict]) -> dict[str, str]:
+    return {
+        call.get("id", ""): call.get("function", {}).get("name", "tool")
+        for message in conversation
+        if message.get("role") == "assistant"
+        for call in message.get("tool_calls") or []
+    }
+
+
 def _trailing_results(conversation: list[dict]) -> list[tuple[str, str]]:
     """(tool name, content) of the tool messages answering the last assistant tool-call step."""
-    names: dict[str, str] = {}
     results = []
     for message in reversed(conversation):
-        if message.get("role") == "tool":
-            results.append(message)
-            continue
-        if message.get("role") == "assistant":
-            for call in message.get("tool_calls") or []:
-                names[call.get("id", "")] = call.get("function", {}).get("name", "tool")
-        break
+        if message.get("role") != "tool":
+            break
+        results.append(message)
+    names = _call_names(conversation)
     return [(names.get(m.get("tool_call_id", ""), "tool"), _content(m)) for m in reversed(results)]
 
 
-def _worker_report(content: str) -> str:
+def _current_turn(conversation: list[dict]) -> list[dict]:
+    """The messages after the last user message: this turn's steps so far."""
+    for index in range(len(conversation) - 1, -1, -1):
+        if conversation[index].get("role") == "user":
+            return conversation[index + 1 :]
+    return list(conversation)
+
+
+def next_call_number(conversation: list[dict]) -> int:
+    """The next free `offline_<n>`: past every id the session's history shows, so two dispatches of
+    one session never share an id (the audit tree links a dispatch to its worker by it)."""
+    highest = 0
+    for message in conversation:
+        for call in message.get("tool_calls") or []:
+            found = re.fullmatch(r"offline_(\d+)", str(call.get("id", "")))
+            highest = max(highest, int(found.group(1)) if found else 0)
+    calls = sum(len(message.get("tool_calls") or []) for message in conversation)
+    return max(highest, calls) + 1
+
+
+_BRIEF_QUOTE = re.compile(r'^The user wrote: "(?P<words>.*?)"\n', re.DOTALL)
+
+
+def users_words(request: str) -> str:
+    """The user's own words: a worker's brief (written by `dispatch`) quotes them."""
+    found = _BRIEF_QUOTE.match(request)
+    return found.group("words") if found else request
+
+
+def _worker_report(content: str, language: str = "en") -> str:
     """The specialist's own answer out of AgentTool's JSON envelope, without a second label."""
     try:
         payload = json.loads(content)
@@ -289,23 +463,27 @@ def _worker_report(content: str) -> str:
         return content.strip()
     if not isinstance(payload, dict):
         return content.strip()
-    text = str(payload.get("result") or payload.get("error") or content).replace(LABEL, "").strip()
+    text = str(payload.get("result") or payload.get("error") or content)
+    for label in LABELS:
+        text = text.replace(label, "")
+    text = text.strip()
     status = payload.get("worker_status") or payload.get("status")
     if status and status not in ("completed", "ok"):
-        text = f"(the specialist ended {status}) {text}"
+        text = f"{phrase(language, 'ended', status=status)} {text}"
     return text
 
 
-def summarise(results: list[tuple[str, str]]) -> str:
+def summarise(results: list[tuple[str, str]], language: str = "en") -> str:
+    label = phrase(language, "label")
     if results and all(name == "AgentTool" for name, _ in results):
-        body = "\n\n".join(_worker_report(content)[:3000] for _, content in results)
-        return f"Here is what the specialist found:\n\n{body}\n\n{LABEL}"
-    lines = [f"I ran {len(results)} tool call(s). What they returned:", ""]
+        body = "\n\n".join(_worker_report(content, language)[:3000] for _, content in results)
+        return f"{phrase(language, 'found')}\n\n{body}\n\n{label}"
+    lines = [phrase(language, "ran", count=len(results)), ""]
     for name, content in results:
         lines.extend([f"**`{name}`**", ""])  # the blank line makes the bullets a Markdown list
         lines.extend(describe(content))
         lines.append("")
-    lines.append(LABEL)
+    lines.append(label)
     return "\n".join(lines)
 
 
@@ -347,6 +525,78 @@ def describe(content: str) -> list[str]:
     return bullets or ["- (empty result)"]
 
 
+# Verbs (and their usual imperative forms) that ask for a change, per language.
+_CHANGE_VERBS = {
+    "restart", "reboot", "delete", "remove", "kill", "stop", "silence", "mute", "acknowledge", "ack",
+    "resolve", "close", "drain", "scale", "deploy", "rollback", "apply", "purge", "truncate", "start",
+    "reinicia", "reiniciar", "reinicie", "rearranca", "borra", "borrar", "elimina", "eliminar", "mata",
+    "detén", "detener", "silencia", "silenciar", "reconoce", "resuelve", "resolver", "cierra", "aplica",
+    "despliega", "redémarre", "redémarrer", "redémarrez", "relance", "relancer", "relancez", "supprime",
+    "supprimer", "supprimez", "arrête", "arrêter", "arrêtez", "tue", "acquitte", "acquitter", "résous",
+    "résoudre", "ferme", "fermer", "applique", "déploie",
+}  # fmt: skip
+# A message that opens with one of these asks about something; it does not ask for a change…
+_QUESTION_OPENERS = {"why", "what", "when", "how", "who", "which", "where", "did", "was", "por", "qué",
+                     "cuándo", "cómo", "pourquoi", "quand", "comment", "quoi", "qui"}  # fmt: skip
+# …unless it asks someone to act ("can you restart …").
+_ASKS_TO_ACT = re.compile(
+    r"\b(can you|could you|would you|please|puedes|podrías|por favor|pouvez-vous|peux-tu|pourriez-vous|"
+    r"s'il vous plaît|stp|svp)\b",
+    re.IGNORECASE,
+)
+
+
+def requested_change(request: str) -> str | None:
+    """The words asking for a change ("restart nginx on web-1"), or None when the message asks none."""
+    tokens = re.findall(r"[\w'-]+", request.lower())
+    if tokens and tokens[0] in _QUESTION_OPENERS and not _ASKS_TO_ACT.search(request):
+        return None
+    for match in re.finditer(r"[\w'-]+", request):
+        if match.group(0).lower() in _CHANGE_VERBS:
+            clause = re.split(r"[.?!\n;]", request[match.start() :], maxsplit=1)[0]
+            return clause.strip()[:160]
+    return None
+
+
+def _known_devices(results: list[tuple[str, str]]) -> list[str]:
+    """Device names that tool results mention (a device list, a specialist's report)."""
+    names: list[str] = []
+    for _, content in results:
+        try:
+            data = json.loads(content)
+        except ValueError:
+            data = None
+        if isinstance(data, dict) and isinstance(data.get("devices"), list):
+            names.extend(str(d.get("name")) for d in data["devices"] if isinstance(d, dict) and d.get("name"))
+        names.extend(_DEVICE.findall(content))
+    return list(dict.fromkeys(names))
+
+
+def device_readings(request: str, results: list[tuple[str, str]]) -> dict[str, str]:
+    """Devices the request names loosely (`web-1`) → the known device they mean (`web-01`)."""
+    mentioned = Facts.of(request).devices
+    known = [name for name in _known_devices(results) if name not in mentioned]
+    readings = {}
+    for asked in mentioned:
+        found = match_device(asked, known)
+        if found is not None and found != asked:
+            readings[asked] = found
+    return readings
+
+
+def _with_devices(text: str, readings: dict[str, str]) -> str:
+    for asked, found in readings.items():
+        text = re.sub(rf"(?<![\w-]){re.escape(asked)}(?![\w-])", found, text)
+    return text
+
+
+def _turn_results(turn: list[dict]) -> list[tuple[str, str]]:
+    names = _call_names(turn)
+    return [
+        (names.get(m.get("tool_call_id", ""), "tool"), _content(m)) for m in turn if m.get("role") == "tool"
+    ]
+
+
 def respond(messages: list[dict], tools: list[dict]) -> LLMCompletion:
     """The offline model's whole decision for one request."""
     system = "\n".join(_content(m) for m in messages if m.get("role") == "system")
@@ -356,16 +606,84 @@ def respond(messages: list[dict], tools: list[dict]) -> LLMCompletion:
     request = users[-1] if users else ""
     if "submit_report" in names:
         return investigate_offline(conversation)
-    if conversation and conversation[-1].get("role") == "tool":
-        return _final(summarise(_trailing_results(conversation)))
-    if "AgentTool" in names:
+    language = detect_language(users_words(request))
+    turn = _current_turn(conversation)
+    results = _turn_results(turn)
+    readings = device_readings(request, results)
+    first_id = next_call_number(conversation)
+    coordinator = "AgentTool" in names
+    steps = [m for m in turn if m.get("role") == "assistant" and m.get("tool_calls")]
+    if turn and turn[-1].get("role") == "tool":
+        looked_up = [c.get("function", {}).get("arguments") for c in steps[0]["tool_calls"]] if steps else []
+        if not coordinator and looked_up == ["{}"] and [n for n, _ in results] == ["query_devices"]:
+            # The device list asked for below is in: now the real look, with the names it gave.
+            others = [spec for spec in tools if spec.get("function", {}).get("name") != "query_devices"]
+            calls = pick_tool_calls(_with_devices(request, readings), others, first_id)
+            if calls:
+                return LLMCompletion(text="", tool_calls=calls, finish_reason="tool_calls")
+        return _final(_answer(summarise(_trailing_results(conversation), language), request, readings,
+                              language, coordinator))  # fmt: skip
+    if coordinator:
         entry = best_specialist(request, parse_catalog(system))
         if entry is not None:
-            return LLMCompletion(text="", tool_calls=[dispatch(entry, request)], finish_reason="tool_calls")
-    calls = pick_tool_calls(request, tools)
+            call = dispatch(entry, request, f"offline_{first_id}")
+            return LLMCompletion(text="", tool_calls=[call], finish_reason="tool_calls")
+    elif Facts.of(request).devices and "query_devices" in names:
+        # A real model checks the names it was given before using them: list the devices first.
+        call = ToolCall(id=f"offline_{first_id}", name="query_devices", arguments_raw="{}")
+        return LLMCompletion(text="", tool_calls=[call], finish_reason="tool_calls")
+    calls = pick_tool_calls(request, tools, first_id)
     if calls:
         return LLMCompletion(text="", tool_calls=calls, finish_reason="tool_calls")
-    return _final(_plain_answer(request, bool(tools)))
+    return _final(
+        _answer(_plain_answer(request, bool(tools), language), request, readings, language, coordinator)
+    )
+
+
+def _answer(text: str, request: str, readings: dict[str, str], language: str, coordinator: bool) -> str:
+    """A final answer led by what a worker read loosely (`web-1` as `web-01`) or — from the
+    coordinator, who speaks to the user — by a plain statement that a requested change was not made
+    (with the device names as the specialist resolved them)."""
+    lead = [] if coordinator else [phrase(language, "read_as", asked=a, found=f) for a, f in readings.items()]
+    change = requested_change(users_words(request)) if coordinator else None
+    if change:
+        lead.insert(0, phrase(language, "not_done", action=_with_devices(change, readings)))
+    return "\n\n".join([*lead, text]) if lead else text
+
+
+def _plain_answer(request: str, had_tools: bool, language: str = "en") -> str:
+    label = phrase(language, "label")
+    if not request.strip():
+        return f"{phrase(language, 'hello')} {label}"
+    why = phrase(language, "why_tools" if had_tools else "why_none")
+    return f"{phrase(language, 'cannot', request=request.strip()[:500], why=why)} {label}"
+
+
+def _final(text: str) -> LLMCompletion:
+    return LLMCompletion(text=text, finish_reason="stop")
+
+
+class OfflineProvider:
+    name = "offline"
+
+    def default_model(self) -> str:
+        return "offline"
+
+    async def stream_chat(
+        self, messages: list[dict], tools: list[dict], model: str | None = None, **options: Any
+    ) -> AsyncIterator[LLMEvent]:
+        completion = respond(messages, tools)
+        for piece in re.findall(r"\S+\s*", completion.text):
+            yield LLMDelta(piece)
+        prompt_chars = sum(len(_content(m)) for m in messages) + len(json.dumps(tools))
+        completion_chars = len(completion.text) + sum(len(c.arguments_raw) for c in completion.tool_calls)
+        yield LLMCompletion(
+            text=completion.text,
+            tool_calls=completion.tool_calls,
+            usage={"prompt_tokens": prompt_chars // 4, "completion_tokens": completion_chars // 4},
+            finish_reason=completion.finish_reason,
+            model="offline",
+        )
 
 
 # ---- automatic investigations (docs/investigations.md): kept apart from the chat paths ----------
@@ -426,40 +744,3 @@ def _offline_report(detail_json: str) -> dict | None:
         "next_actions": [{"action": "Configure a real LLM (OPENAI_API_KEY) for a full investigation."}],
         "ruled_out": [],
     }
-
-
-def _plain_answer(request: str, had_tools: bool) -> str:
-    if not request.strip():
-        return f"Hello. Ask me about your systems. {LABEL}"
-    why = "none of my tools fits it" if had_tools else "I have no tools here"
-    return (
-        f'You asked: "{request.strip()[:500]}". I cannot answer that on my own because {why}; '
-        f"configure a real LLM (OPENAI_API_KEY) for open questions. {LABEL}"
-    )
-
-
-def _final(text: str) -> LLMCompletion:
-    return LLMCompletion(text=text, finish_reason="stop")
-
-
-class OfflineProvider:
-    name = "offline"
-
-    def default_model(self) -> str:
-        return "offline"
-
-    async def stream_chat(
-        self, messages: list[dict], tools: list[dict], model: str | None = None, **options: Any
-    ) -> AsyncIterator[LLMEvent]:
-        completion = respond(messages, tools)
-        for piece in re.findall(r"\S+\s*", completion.text):
-            yield LLMDelta(piece)
-        prompt_chars = sum(len(_content(m)) for m in messages) + len(json.dumps(tools))
-        completion_chars = len(completion.text) + sum(len(c.arguments_raw) for c in completion.tool_calls)
-        yield LLMCompletion(
-            text=completion.text,
-            tool_calls=completion.tool_calls,
-            usage={"prompt_tokens": prompt_chars // 4, "completion_tokens": completion_chars // 4},
-            finish_reason=completion.finish_reason,
-            model="offline",
-        )
