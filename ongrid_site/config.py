@@ -82,6 +82,8 @@ class Config:
     login_lockout_minutes: float = 15.0
     api_anon_rate: str | None = "30/minute"
     api_user_rate: str | None = "600/minute"
+    # Where people reach this instance: links in IM replies (transcripts, account linking).
+    public_url: str = "http://127.0.0.1:8000"
 
     @property
     def uses_redis(self) -> bool:
@@ -305,4 +307,5 @@ def load(env: Mapping[str, str] | None = None) -> Config:
         login_lockout_minutes=_number(env, "ONGRID_LOGIN_LOCKOUT_MINUTES", 15.0, float, 1),
         api_anon_rate=_rate(env, "ONGRID_API_ANON_RATE", "30/minute"),
         api_user_rate=_rate(env, "ONGRID_API_USER_RATE", "600/minute"),
+        public_url=(env.get("ONGRID_PUBLIC_URL") or "http://127.0.0.1:8000").rstrip("/"),
     )

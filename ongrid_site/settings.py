@@ -38,6 +38,7 @@ INSTALLED_APPS = [
     "chat_app",
     "audit_app",
     "web_app",
+    "im_app",
 ]
 
 MIDDLEWARE = [

@@ -1,0 +1,8 @@
+from django.urls import path
+
+from im_app import views
+
+urlpatterns = [
+    path("im/telegram/<int:app_id>/<str:path>", views.telegram_webhook, name="im-telegram-webhook"),
+    path("im/link/<str:code>/", views.link_account, name="im-link"),
+]
