@@ -34,7 +34,6 @@ log = logging.getLogger(__name__)
 EDIT_INTERVAL = 0.8  # seconds between two edits of one message, at least
 TURN_LIMIT = 3600.0  # a relay gives up waiting for a turn's end after this long
 PLACEHOLDER = "Looking into it…"
-NEW_COMMANDS = ("/new", "new")
 
 
 class Thread(Protocol):
@@ -108,7 +107,9 @@ async def converse(
         )
         return None
     words = text.strip().split(maxsplit=1)
-    fresh = bool(words) and words[0].lower().split("@")[0] in NEW_COMMANDS
+    # "/new [question]" (Telegram's "/new@bot" too), or a message that is just "new" (Slack, where a
+    # typed slash is taken for a slash command).
+    fresh = bool(words) and (words[0].lower().split("@")[0] == "/new" or text.strip().lower() == "new")
     if fresh:
         text = words[1] if len(words) > 1 else ""
     session = await athread_session(app, verdict.user, thread_id, fresh=fresh)

@@ -13,7 +13,7 @@ from django.shortcuts import render
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
-from im_app import background, deliveries, identities, telegram_bridge, verification
+from im_app import background, deliveries, identities, slack_bridge, telegram_bridge, verification
 from im_app.models import IMApp, Platform
 
 log = logging.getLogger(__name__)
@@ -42,6 +42,57 @@ async def telegram_webhook(request: HttpRequest, app_id: int, path: str) -> Http
         return JsonResponse({"ok": True, "duplicate": True})
     background.run_after_answer(telegram_bridge.handle_update(app, update), f"telegram-{app.pk}-{update_id}")
     return JsonResponse({"ok": True})
+
+
+async def _verified_slack(request: HttpRequest, app_id: int) -> IMApp | HttpResponse:
+    app = await _app(app_id, Platform.SLACK)
+    ok = verification.slack_signature_ok(
+        app,
+        request.headers.get("X-Slack-Request-Timestamp", ""),
+        request.body,
+        request.headers.get("X-Slack-Signature", ""),
+    )
+    if not ok:
+        log.warning("IM app %s: Slack request with a bad signature or a stale timestamp", app.pk)
+        return JsonResponse({"error": "invalid signature"}, status=401)
+    return app
+
+
+@csrf_exempt
+@require_POST
+async def slack_events(request: HttpRequest, app_id: int) -> HttpResponse:
+    app = await _verified_slack(request, app_id)
+    if isinstance(app, HttpResponse):
+        return app
+    try:
+        body = json.loads(request.body)
+    except ValueError:
+        return JsonResponse({"error": "not JSON"}, status=400)
+    if body.get("type") == "url_verification":
+        return JsonResponse({"challenge": body.get("challenge", "")})
+    if body.get("type") != "event_callback" or not body.get("event_id"):
+        return JsonResponse({"ok": True})
+    if not await deliveries.afirst_time(app, f"event:{body['event_id']}"):
+        return JsonResponse({"ok": True, "duplicate": True})
+    background.run_after_answer(
+        slack_bridge.handle_event(app, body.get("event") or {}), f"slack-{body['event_id']}"
+    )
+    return JsonResponse({"ok": True})
+
+
+@csrf_exempt
+@require_POST
+async def slack_interactions(request: HttpRequest, app_id: int) -> HttpResponse:
+    app = await _verified_slack(request, app_id)
+    if isinstance(app, HttpResponse):
+        return app
+    try:
+        payload = json.loads(request.POST.get("payload", ""))
+    except ValueError:
+        return JsonResponse({"error": "no payload"}, status=400)
+    if payload.get("type") == "block_actions":
+        background.run_after_answer(slack_bridge.handle_action(app, payload), f"slack-action-{app.pk}")
+    return HttpResponse(status=200)
 
 
 @login_required

@@ -47,6 +47,11 @@ class SlackClient:
     async def update(self, channel: str, ts: str, text: str, *, blocks=None) -> None:
         await self.call("chat.update", channel=channel, ts=ts, text=text, blocks=blocks or [])
 
+    async def post_ephemeral(
+        self, channel: str, user: str, text: str, *, thread_ts: str | None = None
+    ) -> None:
+        await self.call("chat.postEphemeral", channel=channel, user=user, text=text, thread_ts=thread_ts)
+
     async def email_of(self, user_id: str) -> str:
         try:
             info = await self.call("users.info", user=user_id)

@@ -100,3 +100,65 @@ async def sessions_of(user) -> list:
     return await sync_to_async(list)(
         ChatSession.objects.filter(user=user, parent_session__isnull=True).order_by("pk")
     )
+
+
+SLACK_SIGNING_SECRET = "slack-signing-secret-0123456789"
+
+
+def slack_app(org, fake, **fields) -> IMApp:
+    values = {
+        "platform": "slack",
+        "name": "Ops bot (Slack)",
+        "api_base_url": fake.api_base,
+        "bot_token": fake.token,
+        "signing_secret": SLACK_SIGNING_SECRET,
+    }
+    values.update(fields)
+    return IMApp.objects.create(organization=org, **values)
+
+
+def slack_signature(body: bytes, timestamp: str, secret: str = SLACK_SIGNING_SECRET) -> str:
+    import hashlib
+    import hmac
+
+    return (
+        "v0="
+        + hmac.new(secret.encode(), b"v0:" + timestamp.encode() + b":" + body, hashlib.sha256).hexdigest()
+    )
+
+
+def slack_mention(
+    event_id: str, text: str, *, user: str = "U42", ts: str = "1700000100.000100", thread_ts=None
+):
+    event = {"type": "app_mention", "user": user, "text": f"<@UBOT> {text}", "channel": "C1", "ts": ts}
+    if thread_ts:
+        event["thread_ts"] = thread_ts
+    return {"type": "event_callback", "event_id": event_id, "event": event}
+
+
+async def post_slack(
+    app: IMApp,
+    path: str,
+    body: bytes,
+    *,
+    content_type: str = "application/json",
+    age: int = 0,
+    secret: str = SLACK_SIGNING_SECRET,
+    wait: bool = True,
+):
+    """POST a signed request as Slack would (`age` seconds old), then wait for its work."""
+    import time
+
+    timestamp = str(int(time.time()) - age)
+    response = await AsyncClient().post(
+        f"/im/slack/{app.pk}/{path}",
+        data=body,
+        content_type=content_type,
+        headers={
+            "X-Slack-Request-Timestamp": timestamp,
+            "X-Slack-Signature": slack_signature(body, timestamp, secret),
+        },
+    )
+    if wait:
+        await background.drain()
+    return response
