@@ -88,6 +88,8 @@ class Config:
     eval_judge_model: str | None = None
     eval_judge_base_url: str | None = None
     eval_judge_api_key: str | None = None
+    # Where people reach this instance: links in IM replies (transcripts, account linking).
+    public_url: str = "http://127.0.0.1:8000"
 
     @property
     def uses_redis(self) -> bool:
@@ -315,4 +317,5 @@ def load(env: Mapping[str, str] | None = None) -> Config:
         eval_judge_model=_optional(env, "ONGRID_EVAL_JUDGE_MODEL"),
         eval_judge_base_url=_optional(env, "ONGRID_EVAL_JUDGE_BASE_URL"),
         eval_judge_api_key=_optional(env, "ONGRID_EVAL_JUDGE_API_KEY"),
+        public_url=(env.get("ONGRID_PUBLIC_URL") or "http://127.0.0.1:8000").rstrip("/"),
     )

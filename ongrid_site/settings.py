@@ -40,6 +40,7 @@ INSTALLED_APPS = [
     "web_app",
     "evals_app",
     "incidents_app",
+    "im_app",
 ]
 
 MIDDLEWARE = [

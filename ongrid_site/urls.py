@@ -17,6 +17,7 @@ urlpatterns = [
     path("", include("web_app.urls")),
     path("", include("incidents_app.urls")),
     path("", include("ops_app.urls")),
+    path("", include("im_app.urls")),
 ]
 
 # JSON error bodies for /api/ paths; Django's pages elsewhere (ongrid_site.api_errors).

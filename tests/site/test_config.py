@@ -80,3 +80,10 @@ def test_running_suite_uses_the_database_the_environment_names(db):
 
     expected = "postgresql" if os.environ.get("DATABASE_URL", "").startswith("postgres") else "sqlite"
     assert connection.vendor == expected
+
+
+def test_the_public_url_for_im_links_defaults_to_the_local_server_and_loses_a_trailing_slash():
+    assert config.load({"SECRET_KEY": "k"}).public_url == "http://127.0.0.1:8000"
+    assert config.load({"SECRET_KEY": "k", "ONGRID_PUBLIC_URL": "https://ops.example/"}).public_url == (
+        "https://ops.example"
+    )

@@ -1,0 +1,129 @@
+"""The common part of the fake chat platforms: a real HTTP server on 127.0.0.1 in a thread that
+records every call (path, method name, parsed body, headers, the monotonic time it arrived) and
+can be told to answer the next call of a method with a rate-limit (429) first."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs
+
+
+@dataclass
+class Call:
+    method: str  # the API method (sendMessage, chat.update, ...)
+    body: dict
+    headers: dict[str, str]
+    at: float = field(default_factory=time.monotonic)
+    status: int = 200
+
+
+class PlatformFake:
+    """Subclasses implement `answer(method, body, headers, path) -> (status, json, extra headers)`."""
+
+    name = "fake-platform"
+
+    def __init__(self) -> None:
+        self.calls: list[Call] = []
+        self.lock = threading.Lock()
+        self._limits: dict[str, list[float]] = defaultdict(list)
+        self._server: ThreadingHTTPServer | None = None
+
+    # --- scripting and inspection -------------------------------------------------------------
+
+    def rate_limit_next(self, method: str, retry_after: float = 1) -> None:
+        """The next call of `method` is answered 429 with this Retry-After (seconds)."""
+        with self.lock:
+            self._limits[method].append(retry_after)
+
+    def called(self, method: str) -> list[Call]:
+        with self.lock:
+            return [c for c in self.calls if c.method == method]
+
+    def methods(self) -> list[str]:
+        with self.lock:
+            return [c.method for c in self.calls]
+
+    # --- serving ------------------------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        assert self._server is not None, "start() the fake first"
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self):
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                self._serve()
+
+            def do_POST(self) -> None:
+                self._serve()
+
+            def do_PATCH(self) -> None:
+                self._serve()
+
+            def do_PUT(self) -> None:
+                self._serve()
+
+            def _serve(self) -> None:
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                body = _parse(raw, self.headers.get("Content-Type", ""))
+                status, payload, extra = fake.handle(self.command, self.path, body, dict(self.headers))
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for key, value in extra.items():
+                    self.send_header(key, value)
+                self.end_headers()
+                self.wfile.write(data)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, args=(0.05,), name=self.name, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+    def handle(self, verb: str, path: str, body: dict, headers: dict) -> tuple[int, dict, dict]:
+        method = self.method_of(verb, path)
+        call = Call(method=method, body=body, headers=headers)
+        with self.lock:
+            self.calls.append(call)
+            limited = self._limits[method].pop(0) if self._limits[method] else None
+        if limited is not None:
+            call.status = 429
+            return self.rate_limited(limited)
+        status, payload, extra = self.answer(method, body, headers, path)
+        call.status = status
+        return status, payload, extra
+
+    def method_of(self, verb: str, path: str) -> str:
+        return path.rstrip("/").rsplit("/", 1)[-1]
+
+    def rate_limited(self, retry_after: float) -> tuple[int, dict, dict]:
+        return 429, {"ok": False, "error": "ratelimited"}, {"Retry-After": f"{retry_after:g}"}
+
+    def answer(self, method: str, body: dict, headers: dict, path: str) -> tuple[int, dict, dict]:
+        raise NotImplementedError
+
+
+def _parse(raw: bytes, content_type: str) -> dict:
+    if not raw:
+        return {}
+    if "json" in content_type:
+        return json.loads(raw)
+    return {key: values[-1] for key, values in parse_qs(raw.decode()).items()}

@@ -1,0 +1,76 @@
+from django.contrib import admin, messages
+
+from im_app.connection import test_connection
+from im_app.models import IMApp, IMIdentity
+from ops_app.admin_mixins import TenantScopedAdmin
+from ops_app.tenancy import sees_all_tenants
+
+
+@admin.register(IMApp)
+class IMAppAdmin(TenantScopedAdmin):
+    """Credentials are encrypted columns, so their form fields are write-only (never rendered back)."""
+
+    list_display = ("name", "platform", "connection_mode", "enabled", "bot_identity")
+    list_filter = ("platform", "enabled")
+    readonly_fields = ("bot_identity", "webhook_url")
+    actions = ["check_connection"]
+    fieldsets = (
+        (
+            None,
+            {"fields": ("organization", "name", "platform", "enabled", "connection_mode", "api_base_url")},
+        ),
+        (
+            "Credentials (write-only)",
+            {
+                "fields": (
+                    "bot_token",
+                    "signing_secret",
+                    "app_id",
+                    "app_secret",
+                    "verification_token",
+                    "encrypt_key",
+                    "webhook_secret",
+                )
+            },
+        ),
+        ("Who and where", {"fields": ("allow_from", "reply_language", "summary_channel")}),
+        ("Connection", {"fields": ("webhook_path", "webhook_url", "bot_identity")}),
+    )
+
+    def get_fieldsets(self, request, obj=None):
+        """Only platform staff choose the organization; an org admin's apps are their own."""
+        fieldsets = super().get_fieldsets(request, obj)
+        if sees_all_tenants(request.user):
+            return fieldsets
+        first_name, first = fieldsets[0]
+        kept = tuple(field for field in first["fields"] if field != "organization")
+        return ((first_name, {**first, "fields": kept}), *fieldsets[1:])
+
+    @admin.display(description="Webhook URL (path)")
+    def webhook_url(self, obj: IMApp) -> str:
+        if obj.pk is None:
+            return "Saved first."
+        paths = {
+            "telegram": f"/im/telegram/{obj.pk}/{obj.webhook_path}",
+            "slack": f"/im/slack/{obj.pk}/events  (interactivity: /im/slack/{obj.pk}/interactions)",
+            "feishu": f"/im/feishu/{obj.pk}/events",
+        }
+        return paths.get(obj.platform, "")
+
+    @admin.action(description="Test connection (calls the platform's auth endpoint)")
+    def check_connection(self, request, queryset) -> None:
+        for app in queryset:
+            ok, answer = test_connection(app)
+            level = messages.SUCCESS if ok else messages.ERROR
+            verdict = f"connected as {answer}" if ok else f"failed: {answer}"
+            self.message_user(request, f"{app.name}: {verdict}", level)
+
+
+@admin.register(IMIdentity)
+class IMIdentityAdmin(TenantScopedAdmin):
+    """Linked senders: an org admin may unlink one (delete) or map it to a user by hand."""
+
+    list_display = ("display_name", "external_id", "app", "user", "linked_at")
+    list_filter = ("app",)
+    readonly_fields = ("code_expires_at", "linked_at")
+    exclude = ("code_digest",)

@@ -1,0 +1,25 @@
+"""`manage.py ongrid_im`: the outbound-only IM connections (Telegram long polling) of every
+organization, in one process. Run it as a service next to daphne (docs/im.md)."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+
+from django.core.management.base import BaseCommand
+
+from im_app.polling import run_all
+
+
+class Command(BaseCommand):
+    help = "Run the outbound-only IM connections (Telegram long polling) of all enabled apps."
+
+    def handle(self, *args, **options) -> None:
+        asyncio.run(self._main())
+
+    async def _main(self) -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await run_all(stop)

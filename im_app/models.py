@@ -1,0 +1,135 @@
+"""IM apps (one bot of one platform for one organization), the identities that map a platform's
+senders to Ongrid users, and the bounded store of deliveries already seen (docs/im.md)."""
+
+from __future__ import annotations
+
+import secrets
+
+from django.conf import settings
+from django.db import models
+
+from ops_app.encryption import EncryptedTextField
+from ops_app.tenancy import TenantModel
+
+
+class Platform(models.TextChoices):
+    SLACK = "slack", "Slack"
+    TELEGRAM = "telegram", "Telegram"
+    FEISHU = "feishu", "Feishu"
+
+
+class ConnectionMode(models.TextChoices):
+    WEBHOOK = "webhook", "Webhook (the platform calls Ongrid)"
+    POLLING = "polling", "Outbound only (Telegram long polling, run by manage.py ongrid_im)"
+
+
+# Where each platform's HTTP API lives unless the app names another (a gateway, a fake).
+DEFAULT_API_BASE = {
+    Platform.SLACK: "https://slack.com/api",
+    Platform.TELEGRAM: "https://api.telegram.org",
+    Platform.FEISHU: "https://open.feishu.cn/open-apis",
+}
+
+
+def new_webhook_path() -> str:
+    return secrets.token_urlsafe(18)
+
+
+class IMApp(TenantModel):
+    """One bot: its platform, credentials (encrypted at rest, write-only in the admin), who may
+    talk to it, and where it posts summaries."""
+
+    platform = models.CharField(max_length=20, choices=Platform.choices)
+    name = models.CharField(max_length=100, help_text="Display name, e.g. “Ops bot (Slack)”.")
+    enabled = models.BooleanField(default=True)
+    connection_mode = models.CharField(
+        max_length=20, choices=ConnectionMode.choices, default=ConnectionMode.WEBHOOK
+    )
+    api_base_url = models.URLField(
+        blank=True, help_text="The platform's API base URL; blank for the public one. Set it for a gateway."
+    )
+    bot_token = EncryptedTextField(blank=True, help_text="Slack xoxb- token, or Telegram bot token.")
+    signing_secret = EncryptedTextField(blank=True, help_text="Slack: the app's signing secret.")
+    app_id = models.CharField(max_length=200, blank=True, help_text="Feishu: the app id (cli_…).")
+    app_secret = EncryptedTextField(blank=True, help_text="Feishu: the app secret.")
+    verification_token = EncryptedTextField(blank=True, help_text="Feishu: the event verification token.")
+    encrypt_key = EncryptedTextField(blank=True, help_text="Feishu: the event encrypt key.")
+    webhook_secret = EncryptedTextField(
+        blank=True,
+        help_text="Telegram: the secret_token given to setWebhook (letters, digits, _ and -).",
+    )
+    webhook_path = models.CharField(
+        max_length=64,
+        default=new_webhook_path,
+        unique=True,
+        help_text="Telegram: the unguessable last part of the webhook URL.",
+    )
+    allow_from = models.TextField(
+        blank=True,
+        help_text="Platform user ids or chat ids allowed to talk to the bot, one per line or comma "
+        "separated. Empty: every linked user of the organization.",
+    )
+    reply_language = models.CharField(
+        max_length=20, blank=True, help_text="e.g. en, es, fr; blank: as asked."
+    )
+    summary_channel = models.CharField(
+        max_length=200, blank=True, help_text="Chat / channel id where investigation summaries are posted."
+    )
+    bot_identity = models.CharField(max_length=200, blank=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name = "IM app"
+        ordering = ["organization", "name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.get_platform_display()})"
+
+    @property
+    def api_base(self) -> str:
+        return (self.api_base_url or DEFAULT_API_BASE[self.platform]).rstrip("/")
+
+    def allowed(self) -> set[str]:
+        return {item.strip() for item in self.allow_from.replace("\n", ",").split(",") if item.strip()}
+
+
+class IMIdentity(TenantModel):
+    """A platform sender linked to an Ongrid user. Pending (no user) until the user confirms the
+    one-time code from the web; the code is stored as a hash."""
+
+    app = models.ForeignKey(IMApp, on_delete=models.CASCADE, related_name="identities")
+    external_id = models.CharField(max_length=200)
+    display_name = models.CharField(max_length=200, blank=True)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    code_digest = models.CharField(max_length=64, blank=True, db_index=True)
+    code_expires_at = models.DateTimeField(null=True, blank=True)
+    linked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = "IM identity"
+        verbose_name_plural = "IM identities"
+        constraints = [
+            models.UniqueConstraint(fields=["app", "external_id"], name="im_identity_app_external_uniq")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.display_name or self.external_id} → {self.user or 'not linked'}"
+
+
+class SeenDelivery(models.Model):
+    """A platform event / update id already handled: retried deliveries are dropped. Shared by all
+    processes through the unique constraint; rows older than a day are pruned."""
+
+    app = models.ForeignKey(IMApp, on_delete=models.CASCADE, related_name="+")
+    delivery_id = models.CharField(max_length=200)
+    seen_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["app", "delivery_id"], name="im_seen_app_delivery_uniq")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.app_id}:{self.delivery_id}"

@@ -1,0 +1,57 @@
+"""The one HTTP call every platform client makes: JSON in, JSON out, and a rate-limit answer (429)
+retried after the delay the platform asked for, a bounded number of times.
+
+Telegram puts the delay in the body (`parameters.retry_after`), Slack and Feishu in the
+`Retry-After` header; both are read here, so no client can forget to honour them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import httpx
+
+log = logging.getLogger(__name__)
+
+MAX_RATE_LIMIT_RETRIES = 3
+LONGEST_WAIT = 60.0
+TIMEOUT = httpx.Timeout(15.0, read=70.0)  # long polling holds a read for up to 50 s
+
+
+class PlatformError(Exception):
+    """The platform refused a call; the message is the platform's own description (never a token)."""
+
+
+def retry_after(response: httpx.Response) -> float:
+    """Seconds a 429 asks us to wait: the header, else Telegram's body field, else one second."""
+    header = response.headers.get("Retry-After", "")
+    try:
+        if header:
+            return min(float(header), LONGEST_WAIT)
+        body = response.json()
+        return min(float((body.get("parameters") or {}).get("retry_after", 1)), LONGEST_WAIT)
+    except (ValueError, AttributeError):
+        return 1.0
+
+
+async def send(
+    method: str,
+    url: str,
+    *,
+    json: dict | None = None,
+    data: dict | None = None,
+    headers: dict | None = None,
+    what: str = "",
+) -> httpx.Response:
+    """One request, retried after each 429 as the platform asks. `what` names the call in logs
+    (the URL may hold a bot token, so it is never logged)."""
+    async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+        for attempt in range(MAX_RATE_LIMIT_RETRIES + 1):
+            response = await client.request(method, url, json=json, data=data, headers=headers)
+            if response.status_code != 429 or attempt == MAX_RATE_LIMIT_RETRIES:
+                return response
+            wait = retry_after(response)
+            log.info("%s rate-limited: retrying in %.1fs", what or method, wait)
+            await asyncio.sleep(wait)
+    return response  # pragma: no cover - the loop always returns

@@ -1,0 +1,103 @@
+"""Slack Web API (https://api.slack.com/web): `POST <base>/<method>` with a bot token; every answer
+is `{"ok": true, ...}` or `{"ok": false, "error": "..."}`; a 429 carries `Retry-After`."""
+
+from __future__ import annotations
+
+import re
+
+from im_app.platforms.http import PlatformError, send
+
+MAX_TEXT = 3000  # characters of one section block's mrkdwn text
+
+
+class SlackClient:
+    def __init__(self, app) -> None:
+        self.base = app.api_base
+        self._token = app.bot_token or ""
+
+    async def call(self, method: str, **params) -> dict:
+        if not self._token:
+            raise PlatformError("no bot token is configured")
+        body = {key: value for key, value in params.items() if value is not None}
+        response = await send(
+            "POST",
+            f"{self.base}/{method}",
+            json=body,
+            headers={"Authorization": f"Bearer {self._token}"},
+            what=method,
+        )
+        try:
+            answer = response.json()
+        except ValueError:
+            raise PlatformError(f"{method}: HTTP {response.status_code}") from None
+        if not answer.get("ok"):
+            raise PlatformError(f"{method}: {answer.get('error') or response.status_code}")
+        return answer
+
+    async def identity(self) -> str:
+        me = await self.call("auth.test")
+        return f"{me.get('user')} (bot {me.get('bot_id') or me.get('user_id')}) in {me.get('team')}"
+
+    async def post_message(self, channel: str, text: str, *, thread_ts: str | None, blocks=None) -> str:
+        sent = await self.call(
+            "chat.postMessage", channel=channel, text=text, thread_ts=thread_ts, blocks=blocks
+        )
+        return sent["ts"]
+
+    async def update(self, channel: str, ts: str, text: str, *, blocks=None) -> None:
+        await self.call("chat.update", channel=channel, ts=ts, text=text, blocks=blocks or [])
+
+    async def post_ephemeral(
+        self, channel: str, user: str, text: str, *, thread_ts: str | None = None
+    ) -> None:
+        await self.call("chat.postEphemeral", channel=channel, user=user, text=text, thread_ts=thread_ts)
+
+    async def email_of(self, user_id: str) -> str:
+        try:
+            info = await self.call("users.info", user=user_id)
+        except PlatformError:
+            return ""
+        return ((info.get("user") or {}).get("profile") or {}).get("email", "")
+
+
+# --- Markdown (what the model writes) to Slack mrkdwn -----------------------------------------
+
+_CODE_BLOCK = re.compile(r"```[\w+-]*\n?(.*?)```", re.S)
+_INLINE = re.compile(r"`([^`\n]+)`|\*\*(.+?)\*\*|\[([^\]\n]+)\]\((https?://[^)\s]+)\)")
+_HEADING = re.compile(r"^#{1,6}\s+(.*)$", re.M)
+
+
+def escape(text: str) -> str:
+    """Slack's three control characters; everything else is literal in mrkdwn."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def to_mrkdwn(markdown: str) -> str:
+    """Slack mrkdwn from Markdown: **bold** → *bold*, [label](url) → <url|label>, headings bold,
+    code kept; &, < and > escaped so text can never form a mention or a link."""
+    parts: list[str] = []
+    position = 0
+    for block in _CODE_BLOCK.finditer(markdown):
+        parts.append(_inline(markdown[position : block.start()]))
+        parts.append(f"```\n{escape(block.group(1).rstrip())}\n```")
+        position = block.end()
+    parts.append(_inline(markdown[position:]))
+    return "".join(parts).strip()
+
+
+def _inline(text: str) -> str:
+    text = _HEADING.sub(lambda m: f"**{m.group(1)}**", text)
+    out: list[str] = []
+    position = 0
+    for match in _INLINE.finditer(text):
+        out.append(escape(text[position : match.start()]))
+        code, bold, label, url = match.groups()
+        if code is not None:
+            out.append(f"`{escape(code)}`")
+        elif bold is not None:
+            out.append(f"*{escape(bold)}*")
+        else:
+            out.append(f"<{escape(url)}|{escape(label).replace('|', '¦')}>")
+        position = match.end()
+    out.append(escape(text[position:]))
+    return "".join(out)

@@ -1,0 +1,128 @@
+"""Slack: Events API callbacks into conversations, Block Kit button presses into signatures, and a
+Slack thread (channel + thread_ts) as a `Thread` that speaks mrkdwn."""
+
+from __future__ import annotations
+
+import logging
+import re
+
+from asgiref.sync import sync_to_async
+
+from im_app import conversation, identities
+from im_app.formatting import split_rendered
+from im_app.identities import Sender
+from im_app.models import IMApp
+from im_app.platforms.slack import MAX_TEXT, SlackClient, escape, to_mrkdwn
+
+log = logging.getLogger(__name__)
+
+MENTION = re.compile(r"<@[A-Z0-9]+>")
+
+
+class SlackThread:
+    def __init__(self, client: SlackClient, channel: str, thread_ts: str) -> None:
+        self.client, self.channel, self.thread_ts = client, channel, thread_ts
+
+    async def post(self, rendered: str, buttons: list | None = None) -> str:
+        return await self.client.post_message(
+            self.channel, rendered, thread_ts=self.thread_ts, blocks=_blocks(rendered, buttons)
+        )
+
+    async def edit(self, ref: str, rendered: str, buttons: list | None = None) -> None:
+        await self.client.update(self.channel, ref, rendered, blocks=_blocks(rendered, buttons))
+
+    def plain(self, text: str) -> str:
+        return escape(text)
+
+    def progress(self, lines: list[str], streamed: str) -> str:
+        head = "\n".join(escape(line) for line in lines)
+        return "\n\n".join(
+            part for part in (f"_{conversation.PLACEHOLDER}_", head, escape(streamed[-2500:])) if part
+        )
+
+    def final(self, markdown: str, links: list[tuple[str, str]]) -> list[str]:
+        footer = " · ".join(f"<{url}|{label}>" for label, url in links)
+        chunks = split_rendered(markdown, to_mrkdwn, MAX_TEXT)
+        if len(chunks[-1]) + len(footer) + 2 <= MAX_TEXT:
+            chunks[-1] = f"{chunks[-1]}\n\n{footer}"
+        else:
+            chunks.append(footer)
+        return chunks
+
+    def card(self, proposal: dict) -> tuple[str, list | None]:
+        title = "*Approval needed*" if proposal.get("awaiting_human") else "*Change decided*"
+        body = "\n".join(escape(line) for line in conversation.card_summary(proposal))
+        buttons = None
+        if proposal.get("awaiting_human"):
+            buttons = [("Approve", f"im:approve:{proposal['id']}"), ("Reject", f"im:reject:{proposal['id']}")]
+        return f"{title}\n{body}", buttons
+
+
+def _blocks(rendered: str, buttons: list | None) -> list | None:
+    """Buttons need Block Kit: a section with the text and an actions block. Without buttons the
+    message is plain mrkdwn text (and an update with no blocks removes earlier buttons)."""
+    if not buttons:
+        return None
+    elements = []
+    for label, data in buttons:
+        verb, _, proposal_id = data.removeprefix("im:").partition(":")
+        elements.append(
+            {
+                "type": "button",
+                "text": {"type": "plain_text", "text": label},
+                "style": "primary" if verb == "approve" else "danger",
+                "action_id": f"im_{verb}",
+                "value": proposal_id,
+            }
+        )
+    return [
+        {"type": "section", "text": {"type": "mrkdwn", "text": rendered}},
+        {"type": "actions", "elements": elements},
+    ]
+
+
+def _addressed(event: dict) -> bool:
+    """Mentions in channels, direct messages always; never the bot's own or other bots' messages."""
+    if event.get("bot_id") or event.get("subtype"):
+        return False
+    if event.get("type") == "app_mention":
+        return True
+    return event.get("type") == "message" and event.get("channel_type") == "im"
+
+
+async def handle_event(app: IMApp, event: dict, client: SlackClient | None = None) -> None:
+    """One Events API `event` (already verified and de-duplicated)."""
+    if not _addressed(event):
+        return
+    client = client or SlackClient(app)
+    user = event.get("user", "")
+    sender = Sender(external_id=user, display_name=user, chat_id=event.get("channel", ""))
+    if await sync_to_async(identities.linked_user)(app, user) is None:
+        email = await client.email_of(user)  # the org-level mapping by e-mail, when the scope allows
+        await sync_to_async(identities.link_by_email)(app, sender, email)
+    thread_ts = event.get("thread_ts") or event.get("ts")
+    thread = SlackThread(client, event["channel"], thread_ts)
+    text = MENTION.sub("", event.get("text") or "").strip()
+    await conversation.converse(app, thread, sender, f"{event['channel']}:{thread_ts}", text)
+
+
+async def handle_action(app: IMApp, payload: dict, client: SlackClient | None = None) -> None:
+    """A Block Kit button on an approval card."""
+    client = client or SlackClient(app)
+    action = (payload.get("actions") or [{}])[0]
+    verb = (action.get("action_id") or "").removeprefix("im_")
+    value = action.get("value") or ""
+    channel = (payload.get("channel") or {}).get("id") or (payload.get("container") or {}).get(
+        "channel_id", ""
+    )
+    message = payload.get("message") or {}
+    user = (payload.get("user") or {}).get("id", "")
+    if verb not in ("approve", "reject") or not value.isdigit():
+        return
+    done, answer, card = await conversation.adecide(app, user, int(value), verb == "approve")
+    thread = SlackThread(client, channel, message.get("thread_ts") or message.get("ts", ""))
+    if not done:
+        await client.post_ephemeral(channel, user, answer, thread_ts=thread.thread_ts)
+    if card is not None and message.get("ts"):
+        rendered, buttons = thread.card(card)
+        await thread.edit(message["ts"], rendered, buttons)

@@ -1,0 +1,107 @@
+"""Inbound HTTP: the platforms' webhooks (verify, de-duplicate, answer, then work) and the page
+where a user confirms the link between their IM account and Ongrid. Thin: the checks live in
+`verification`, the work in the platform bridges."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_POST
+
+from im_app import background, deliveries, identities, slack_bridge, telegram_bridge, verification
+from im_app.models import IMApp, Platform
+
+log = logging.getLogger(__name__)
+
+
+async def _app(app_id: int, platform: str, **extra) -> IMApp:
+    app = await IMApp.objects.filter(pk=app_id, platform=platform, enabled=True, **extra).afirst()
+    if app is None:
+        raise Http404("No such chat app.")
+    return app
+
+
+@csrf_exempt
+@require_POST
+async def telegram_webhook(request: HttpRequest, app_id: int, path: str) -> HttpResponse:
+    app = await _app(app_id, Platform.TELEGRAM, webhook_path=path)
+    if not verification.telegram_secret_ok(app, request.headers.get("X-Telegram-Bot-Api-Secret-Token", "")):
+        log.warning("IM app %s: Telegram webhook with a wrong secret token", app.pk)
+        return JsonResponse({"error": "wrong secret token"}, status=403)
+    try:
+        update = json.loads(request.body)
+        update_id = int(update["update_id"])
+    except (ValueError, KeyError, TypeError):
+        return JsonResponse({"error": "not a Telegram update"}, status=400)
+    if not await deliveries.afirst_time(app, f"update:{update_id}"):
+        return JsonResponse({"ok": True, "duplicate": True})
+    background.run_after_answer(telegram_bridge.handle_update(app, update), f"telegram-{app.pk}-{update_id}")
+    return JsonResponse({"ok": True})
+
+
+async def _verified_slack(request: HttpRequest, app_id: int) -> IMApp | HttpResponse:
+    app = await _app(app_id, Platform.SLACK)
+    ok = verification.slack_signature_ok(
+        app,
+        request.headers.get("X-Slack-Request-Timestamp", ""),
+        request.body,
+        request.headers.get("X-Slack-Signature", ""),
+    )
+    if not ok:
+        log.warning("IM app %s: Slack request with a bad signature or a stale timestamp", app.pk)
+        return JsonResponse({"error": "invalid signature"}, status=401)
+    return app
+
+
+@csrf_exempt
+@require_POST
+async def slack_events(request: HttpRequest, app_id: int) -> HttpResponse:
+    app = await _verified_slack(request, app_id)
+    if isinstance(app, HttpResponse):
+        return app
+    try:
+        body = json.loads(request.body)
+    except ValueError:
+        return JsonResponse({"error": "not JSON"}, status=400)
+    if body.get("type") == "url_verification":
+        return JsonResponse({"challenge": body.get("challenge", "")})
+    if body.get("type") != "event_callback" or not body.get("event_id"):
+        return JsonResponse({"ok": True})
+    if not await deliveries.afirst_time(app, f"event:{body['event_id']}"):
+        return JsonResponse({"ok": True, "duplicate": True})
+    background.run_after_answer(
+        slack_bridge.handle_event(app, body.get("event") or {}), f"slack-{body['event_id']}"
+    )
+    return JsonResponse({"ok": True})
+
+
+@csrf_exempt
+@require_POST
+async def slack_interactions(request: HttpRequest, app_id: int) -> HttpResponse:
+    app = await _verified_slack(request, app_id)
+    if isinstance(app, HttpResponse):
+        return app
+    try:
+        payload = json.loads(request.POST.get("payload", ""))
+    except ValueError:
+        return JsonResponse({"error": "no payload"}, status=400)
+    if payload.get("type") == "block_actions":
+        background.run_after_answer(slack_bridge.handle_action(app, payload), f"slack-action-{app.pk}")
+    return HttpResponse(status=200)
+
+
+@login_required
+def link_account(request: HttpRequest, code: str) -> HttpResponse:
+    """Confirm once, signed in, that this IM account is you (a GET only shows what would happen)."""
+    identity = identities.pending_identity(code, request.user)
+    if identity is None:
+        return render(request, "im/link.html", {"invalid": True}, status=404)
+    if request.method == "POST":
+        identities.confirm_link(code, request.user)
+        return render(request, "im/link.html", {"identity": identity, "linked": True})
+    return render(request, "im/link.html", {"identity": identity})
