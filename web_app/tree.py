@@ -11,7 +11,7 @@ workers and calls it has.
 from __future__ import annotations
 
 import json
-from collections import defaultdict, deque
+from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -130,10 +130,7 @@ class _Assembler:
     def timeline(self, row: ChatSession) -> list[dict]:
         calls = self.calls[row.pk]
         answered = {call.tool_call_id for call in calls if call.tool_call_id}
-        spawned = defaultdict(deque)  # a model may reuse a call id: dispatches take workers in order
-        for child in self.children[row.pk]:
-            if child.spawned_by_call:
-                spawned[child.spawned_by_call].append(child.pk)
+        worker_of = pair_dispatches(calls, self.children[row.pk])
         entries = [
             message_entry(m)
             for m in self.messages[row.pk]
@@ -141,12 +138,35 @@ class _Assembler:
         ]
         for call in calls:
             entry = call_entry(call, self.proposal_of_call.get((call.session_id, call.tool_call_id)))
-            workers = spawned.get(call.tool_call_id) if call.tool == SPAWN_TOOL else None
-            entry["worker"] = workers.popleft() if workers else None
+            entry["worker"] = worker_of.get(call.pk)
             entry["reviews"] = [self.node(review.pk) for review in self.reviews[(row.pk, call.tool_call_id)]]
             entries.append(entry)
         entries.sort(key=lambda entry: entry["at"])
         return entries
+
+
+def pair_dispatches(calls: list[AuditLog], children: list[ChatSession]) -> dict[int, int]:
+    """Audit row id of each dispatch -> the worker it spawned.
+
+    Keyed by the audit row, never by the model's call id alone: a model may reuse one id for every
+    dispatch (the offline model's `offline_dispatch` does), so each AgentTool row takes, among the
+    unclaimed workers spawned under that id, the one created first at or after the call started
+    (else the nearest one), and no worker is given to two rows."""
+    waiting: dict[str, list[ChatSession]] = defaultdict(list)
+    for child in sorted(children, key=lambda c: (c.created_at, c.pk)):
+        if child.spawned_by_call:
+            waiting[child.spawned_by_call].append(child)
+    paired: dict[int, int] = {}
+    dispatches = sorted((c for c in calls if c.tool == SPAWN_TOOL), key=lambda c: (c.started_at, c.pk))
+    for call in dispatches:
+        candidates = waiting.get(call.tool_call_id or "")
+        if not candidates:
+            continue
+        after = [c for c in candidates if c.created_at >= call.started_at]
+        chosen = after[0] if after else min(candidates, key=lambda c: abs(c.created_at - call.started_at))
+        candidates.remove(chosen)
+        paired[call.pk] = chosen.pk
+    return paired
 
 
 def message_entry(message: ChatMessage) -> dict:
@@ -158,6 +178,7 @@ def message_entry(message: ChatMessage) -> dict:
         "role": message.role,
         "kind": message.kind,
         "content": message.content,
+        "content_pretty": pretty_json(message.content) if message.role == MessageRole.TOOL else None,
         "tool_calls": message.tool_calls,
         "tool_call_id": message.tool_call_id,
         "tokens": message.tokens,
@@ -179,6 +200,7 @@ def call_entry(call: AuditLog, proposal: dict | None = None) -> dict:
         "arguments": call.arguments,
         "arguments_pretty": pretty_json(call.arguments),
         "result": call.result,
+        "result_pretty": pretty_json(call.result),
         "result_size": call.result_size,
         "truncated": call.truncated,
         "error": call.error,
