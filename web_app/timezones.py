@@ -9,6 +9,7 @@ zone is ignored, so a forged cookie can at worst show UTC.
 from __future__ import annotations
 
 from http.cookies import SimpleCookie
+from urllib.parse import unquote
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.http import HttpRequest, HttpResponse
@@ -19,6 +20,7 @@ DEFAULT = "UTC"
 
 
 def valid_zone(name: str | None) -> ZoneInfo | None:
+    name = unquote(name or "")  # the browser writes the cookie URL-encoded (America%2FNew_York)
     if not name or len(name) > 64 or ".." in name or name.startswith("/"):
         return None
     try:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.db.models import Q
 
@@ -24,6 +24,8 @@ from audit_app.queries import llm_usage_by_session, session_summary
 from chat_app.models import ChatMessage, ChatSession, MessageRole
 
 SPAWN_TOOL = "AgentTool"  # its spawned session is a worker (a child node), not a review
+SPAWN_SLACK = timedelta(milliseconds=500)  # a worker row is written while its dispatch runs
+SPAWNED_STATUSES = {"ok", "killed"}  # a dispatch that ended so ran a worker
 
 
 def root_of(session: ChatSession) -> int:
@@ -149,23 +151,34 @@ def pair_dispatches(calls: list[AuditLog], children: list[ChatSession]) -> dict[
     """Audit row id of each dispatch -> the worker it spawned.
 
     Keyed by the audit row, never by the model's call id alone: a model may reuse one id for every
-    dispatch (the offline model's `offline_dispatch` does), so each AgentTool row takes, among the
-    unclaimed workers spawned under that id, the one created first at or after the call started
-    (else the nearest one), and no worker is given to two rows."""
+    dispatch (the offline model's `offline_dispatch` does), and a refused or deduplicated dispatch
+    spawns nothing. First, each AgentTool row takes the earliest unclaimed worker of its id created
+    while the call ran (start to end, with a little slack); then a dispatch that succeeded and is
+    still unpaired takes the earliest unclaimed one created after it started. No worker is given
+    to two rows."""
     waiting: dict[str, list[ChatSession]] = defaultdict(list)
     for child in sorted(children, key=lambda c: (c.created_at, c.pk)):
         if child.spawned_by_call:
             waiting[child.spawned_by_call].append(child)
-    paired: dict[int, int] = {}
     dispatches = sorted((c for c in calls if c.tool == SPAWN_TOOL), key=lambda c: (c.started_at, c.pk))
+    paired: dict[int, int] = {}
+
+    def take(call: AuditLog, fits) -> None:
+        candidates = waiting.get(call.tool_call_id or "", [])
+        chosen = next((c for c in candidates if fits(call, c)), None)
+        if chosen is not None:
+            candidates.remove(chosen)
+            paired[call.pk] = chosen.pk
+
+    def during(call: AuditLog, child: ChatSession) -> bool:
+        ends = call.started_at + timedelta(milliseconds=call.duration_ms or 0) + SPAWN_SLACK
+        return call.started_at - SPAWN_SLACK <= child.created_at <= ends
+
     for call in dispatches:
-        candidates = waiting.get(call.tool_call_id or "")
-        if not candidates:
-            continue
-        after = [c for c in candidates if c.created_at >= call.started_at]
-        chosen = after[0] if after else min(candidates, key=lambda c: abs(c.created_at - call.started_at))
-        candidates.remove(chosen)
-        paired[call.pk] = chosen.pk
+        take(call, during)
+    for call in dispatches:
+        if call.pk not in paired and call.status in SPAWNED_STATUSES:
+            take(call, lambda call, child: child.created_at >= call.started_at - SPAWN_SLACK)
     return paired
 
 
