@@ -82,6 +82,7 @@ class ChatSession(TenantModel):
         indexes = [
             models.Index(fields=["organization", "-created_at"], name="session_org_created_idx"),
             models.Index(fields=["user", "-created_at"], name="session_user_created_idx"),
+            models.Index(fields=["user", "-updated_at"], name="session_user_updated_idx"),
             models.Index(fields=["status"], name="session_status_idx"),
             models.Index(fields=["parent_session", "created_at"], name="session_parent_idx"),
             models.Index(fields=["root_session", "created_at"], name="session_root_idx"),

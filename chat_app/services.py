@@ -125,6 +125,7 @@ def begin_turn(session_id: int, user_text: str) -> ChatMessage:
             "heartbeat_at": now,
             "stop_requested_at": None,
             "error": "",
+            "updated_at": now,  # the chat list is ordered by last activity
         }
         if not session.title:
             fields["title"] = title_from(text)
@@ -151,7 +152,12 @@ def end_turn(session_id: int, *, error: str = "", usage: dict | None = None) -> 
     session = ChatSession.objects.get(pk=session_id)
     total = merge_usage(session.usage, usage or {})
     ChatSession.objects.filter(pk=session_id).update(
-        status=SessionStatus.IDLE, owner="", heartbeat_at=None, error=error, usage=total
+        status=SessionStatus.IDLE,
+        owner="",
+        heartbeat_at=None,
+        error=error,
+        usage=total,
+        updated_at=timezone.now(),  # the chat list is ordered by last activity
     )
 
 

@@ -30,6 +30,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_htmx",
     "channels",
     "axes",
@@ -52,6 +53,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "ops_app.change_events.ChangeActorMiddleware",
+    "web_app.timezones.ViewerTimezoneMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -88,6 +90,7 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "ops_app.context_processors.ongrid",
                 "web_app.audit.context_processors.audit",
+                "web_app.timezones.timezone_context",
             ],
         },
     },
@@ -108,6 +111,8 @@ LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
+# One way to write a time on every page, the admin's included (ongrid_site/formats/en/formats.py).
+FORMAT_MODULE_PATH = ["ongrid_site.formats"]
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
@@ -156,6 +161,10 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     # `check --deploy` is about the deployment (.ci/run fails on any warning); schema lint is not.
     "ENABLE_DJANGO_DEPLOY_CHECK": False,
+    # The docs page's assets come from the drf-spectacular-sidecar package: it works offline.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # Celery: the broker exists only in the scale-out shape. Without Redis every task runs eagerly

@@ -30,6 +30,11 @@ class Membership(models.Model):
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="membership")
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="memberships")
     created_at = models.DateTimeField(auto_now_add=True)
+    timezone = models.CharField(
+        max_length=64,
+        blank=True,
+        help_text="IANA zone the pages show times in (e.g. Europe/Madrid); blank: the browser's own zone.",
+    )
 
     class Meta:
         indexes = [models.Index(fields=["organization"], name="membership_org_idx")]

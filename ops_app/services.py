@@ -36,3 +36,12 @@ def create_user(
     user = get_user_model().objects.create_user(username=username, password=password, **extra)
     set_membership(user, organization, role)
     return user
+
+
+def set_timezone(user: AbstractUser, zone: str) -> None:
+    """The user's chosen display zone ("" to follow the browser); an unknown zone is refused."""
+    from zoneinfo import available_timezones
+
+    if zone and zone not in available_timezones():
+        raise ValueError(f"unknown time zone {zone!r}")
+    Membership.objects.filter(user=user).update(timezone=zone)

@@ -11,9 +11,9 @@ workers and calls it has.
 from __future__ import annotations
 
 import json
-from collections import defaultdict, deque
+from collections import defaultdict
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.db.models import Q
 
@@ -24,6 +24,8 @@ from audit_app.queries import llm_usage_by_session, session_summary
 from chat_app.models import ChatMessage, ChatSession, MessageRole
 
 SPAWN_TOOL = "AgentTool"  # its spawned session is a worker (a child node), not a review
+SPAWN_SLACK = timedelta(milliseconds=500)  # a worker row is written while its dispatch runs
+SPAWNED_STATUSES = {"ok", "killed"}  # a dispatch that ended so ran a worker
 
 
 def root_of(session: ChatSession) -> int:
@@ -130,10 +132,7 @@ class _Assembler:
     def timeline(self, row: ChatSession) -> list[dict]:
         calls = self.calls[row.pk]
         answered = {call.tool_call_id for call in calls if call.tool_call_id}
-        spawned = defaultdict(deque)  # a model may reuse a call id: dispatches take workers in order
-        for child in self.children[row.pk]:
-            if child.spawned_by_call:
-                spawned[child.spawned_by_call].append(child.pk)
+        worker_of = pair_dispatches(calls, self.children[row.pk])
         entries = [
             message_entry(m)
             for m in self.messages[row.pk]
@@ -141,12 +140,46 @@ class _Assembler:
         ]
         for call in calls:
             entry = call_entry(call, self.proposal_of_call.get((call.session_id, call.tool_call_id)))
-            workers = spawned.get(call.tool_call_id) if call.tool == SPAWN_TOOL else None
-            entry["worker"] = workers.popleft() if workers else None
+            entry["worker"] = worker_of.get(call.pk)
             entry["reviews"] = [self.node(review.pk) for review in self.reviews[(row.pk, call.tool_call_id)]]
             entries.append(entry)
         entries.sort(key=lambda entry: entry["at"])
         return entries
+
+
+def pair_dispatches(calls: list[AuditLog], children: list[ChatSession]) -> dict[int, int]:
+    """Audit row id of each dispatch -> the worker it spawned.
+
+    Keyed by the audit row, never by the model's call id alone: a model may reuse one id for every
+    dispatch (the offline model's `offline_dispatch` does), and a refused or deduplicated dispatch
+    spawns nothing. First, each AgentTool row takes the earliest unclaimed worker of its id created
+    while the call ran (start to end, with a little slack); then a dispatch that succeeded and is
+    still unpaired takes the earliest unclaimed one created after it started. No worker is given
+    to two rows."""
+    waiting: dict[str, list[ChatSession]] = defaultdict(list)
+    for child in sorted(children, key=lambda c: (c.created_at, c.pk)):
+        if child.spawned_by_call:
+            waiting[child.spawned_by_call].append(child)
+    dispatches = sorted((c for c in calls if c.tool == SPAWN_TOOL), key=lambda c: (c.started_at, c.pk))
+    paired: dict[int, int] = {}
+
+    def take(call: AuditLog, fits) -> None:
+        candidates = waiting.get(call.tool_call_id or "", [])
+        chosen = next((c for c in candidates if fits(call, c)), None)
+        if chosen is not None:
+            candidates.remove(chosen)
+            paired[call.pk] = chosen.pk
+
+    def during(call: AuditLog, child: ChatSession) -> bool:
+        ends = call.started_at + timedelta(milliseconds=call.duration_ms or 0) + SPAWN_SLACK
+        return call.started_at - SPAWN_SLACK <= child.created_at <= ends
+
+    for call in dispatches:
+        take(call, during)
+    for call in dispatches:
+        if call.pk not in paired and call.status in SPAWNED_STATUSES:
+            take(call, lambda call, child: child.created_at >= call.started_at - SPAWN_SLACK)
+    return paired
 
 
 def message_entry(message: ChatMessage) -> dict:
@@ -158,6 +191,7 @@ def message_entry(message: ChatMessage) -> dict:
         "role": message.role,
         "kind": message.kind,
         "content": message.content,
+        "content_pretty": pretty_json(message.content) if message.role == MessageRole.TOOL else None,
         "tool_calls": message.tool_calls,
         "tool_call_id": message.tool_call_id,
         "tokens": message.tokens,
@@ -179,6 +213,7 @@ def call_entry(call: AuditLog, proposal: dict | None = None) -> dict:
         "arguments": call.arguments,
         "arguments_pretty": pretty_json(call.arguments),
         "result": call.result,
+        "result_pretty": pretty_json(call.result),
         "result_size": call.result_size,
         "truncated": call.truncated,
         "error": call.error,

@@ -88,3 +88,32 @@ def test_promql_range_results_become_a_chart_with_a_legend():
     assert chart_for_tool("query_promql", {"series": []}) == ""
     assert chart_for_tool("query_incidents", RANGE_RESULT) == ""
     assert series_label({}) == "{}"
+
+
+def test_a_worker_tile_lists_each_tool_call_as_it_starts_and_ends_even_with_a_reused_id():
+    tile = fragments.tile_context({"session": 9, "persona": "specialist-disk", "description": "Check /var"})
+    first = fragments.worker_tool_started(
+        tile, {"call_id": "c", "name": "host_du_summary", "arguments_raw": '{"device": "web-01"}'}, 2
+    )
+    assert "beforeend:#tile-tools-9" in first and 'id="tile-9-tool-0"' in first and "running" in first
+    assert "device=web-01" in first
+    fragments.worker_tool_started(tile, {"call_id": "c", "name": "host_df", "arguments_raw": "{}"}, 2)
+    ended = fragments.worker_tool_ended(
+        tile, {"call_id": "c", "name": "host_df", "status": "error", "duration_ms": 41}, audit=True
+    )
+    assert 'id="tile-9-tool-1"' in ended and "error · 41 ms" in ended  # the newest running one
+    assert "/audit/sessions/9/calls/c/" in ended
+    assert [t["status"] for t in tile["tools"]] == ["running", "error"]
+    member_view = fragments.worker_tool_ended(
+        tile, {"call_id": "c", "name": "host_du_summary", "status": "ok", "duration_ms": 5}
+    )
+    assert "ok · 5 ms" in member_view and "/audit/" not in member_view  # no audit link for members
+
+
+def test_the_turn_end_folds_the_worker_results():
+    tile = fragments.tile_context(
+        {"session": 9, "persona": "specialist-disk", "status": "completed", "result": "38G in /var/log"}
+    )
+    assert '<details class="tile-result" open>' in fragments.worker_changed(tile, 2)
+    ended = fragments.turn_ended(5, {"text": "Rotated logs.", "error": ""}, 2, tiles=(tile,))
+    assert '<details class="tile-result">' in ended and "Rotated logs." in ended

@@ -7,6 +7,7 @@ urlpatterns: list = [
     path("audit/sessions/<int:session_id>/", views.session_detail, name="audit-session"),
     path("audit/sessions/<int:session_id>/print/", views.session_print, name="audit-session-print"),
     path("audit/calls/<int:call_id>/", views.call_page, name="audit-call"),
+    path("audit/sessions/<int:session_id>/calls/<str:call_id>/", views.call_lookup, name="audit-call-lookup"),
     path("api/audit/sessions/", api.SessionListView.as_view(), name="api-audit-sessions"),
     path("api/audit/sessions/<int:session_id>/tree/", api.SessionTreeView.as_view(), name="api-audit-tree"),
     path(

@@ -10,8 +10,9 @@ from functools import wraps
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
-from django.shortcuts import get_object_or_404, render
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 
 from audit_app import queries
 from web_app.tree import build_tree, call_detail, tree_totals
@@ -63,10 +64,27 @@ def session_print(request: HttpRequest, session_id: int) -> HttpResponse:
 def _tree_context(request: HttpRequest, session_id: int) -> dict:
     session = get_object_or_404(queries.audit_sessions(request.user), pk=session_id)
     tree = build_tree(session)
-    return {"tree": tree, "totals": tree_totals(tree), "focus": session.pk}
+    root = session if session.pk == tree["id"] else session.root_session
+    # The chat behind the tree, for the one person who may open it: its owner.
+    chat_url = (
+        reverse("chat-page", args=[root.pk]) if root is not None and root.user_id == request.user.pk else ""
+    )
+    return {"tree": tree, "totals": tree_totals(tree), "focus": session.pk, "chat_url": chat_url}
 
 
 @auditor_required
 def call_page(request: HttpRequest, call_id: int) -> HttpResponse:
     call = get_object_or_404(queries.audit_calls(request.user).select_related("session", "user"), pk=call_id)
     return render(request, "audit/call.html", {"call": call_detail(call), "row": call})
+
+
+@auditor_required
+def call_lookup(request: HttpRequest, session_id: int, call_id: str) -> HttpResponse:
+    """The live chat knows a call by (session, model call id) before it knows the audit row; this
+    lands on the newest row of that id in that session (ids may repeat, the newest is the one
+    that just ended)."""
+    rows = queries.audit_calls(request.user).filter(session_id=session_id, tool_call_id=call_id)
+    row = rows.order_by("-started_at", "-pk").first()
+    if row is None:
+        raise Http404("No audit record for this call yet.")
+    return redirect("audit-call", row.pk)

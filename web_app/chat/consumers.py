@@ -12,11 +12,14 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 
 from agents_app.turns import astart_turn
+from audit_app.queries import can_audit
 from chat_app.groups import session_group, user_group
 from chat_app.models import MAX_MESSAGE_CHARS, ChatSession, SessionStatus
 from chat_app.services import TurnInProgress
 from web_app.chat import fragments
 from web_app.chat.transcript import build_turns
+from web_app.rendering import estate_links
+from web_app.timezones import zone_for_scope
 
 FLUSH_INTERVAL = 0.05
 
@@ -95,6 +98,10 @@ class ChatConsumer(AsyncWebsocketConsumer):
         self.tiles: dict[int, dict] = {}
         self.pending_text: list[str] = []
         self.flusher: asyncio.Task | None = None
+        # What this viewer may follow from the fragments, and the zone their times are shown in.
+        self.audit = await database_sync_to_async(can_audit)(user)
+        self.links = await database_sync_to_async(estate_links)(self.chat.organization_id, user)
+        self.zone = await database_sync_to_async(zone_for_scope)(self.scope, user)
         self.group = session_group(self.chat.pk)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
@@ -111,7 +118,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         chat = await ChatSession.objects.aget(pk=self.chat.pk)
         if chat.status != SessionStatus.RUNNING:
             return
-        turns = await database_sync_to_async(build_turns)(chat, last=1)
+        turns = await database_sync_to_async(build_turns)(chat, last=1, links=self.links, audit=self.audit)
         if not turns:
             return
         turn = turns[-1]
@@ -143,9 +150,13 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 self._queue_text(event.get("text", ""))
             return
         await self._flush()  # text streamed so far goes out before whatever comes next
-        html = await sync_to_async(self._render)(kind, event)
+        html = await sync_to_async(self._render_in_zone)(kind, event)
         if html:
             await self.send(text_data=html)
+
+    def _render_in_zone(self, kind: str, event: dict) -> str:
+        with timezone.override(self.zone):
+            return self._render(kind, event)
 
     def _render(self, kind: str, event: dict) -> str:
         worker = event.get("worker", False)
@@ -157,23 +168,34 @@ class ChatConsumer(AsyncWebsocketConsumer):
             return ""
         if kind == "tool.started":
             if worker:
-                return fragments.worker_activity(event["session"], f"{event.get('name')}…")
+                tile = self.tiles.get(event["session"])
+                if tile is None:
+                    return fragments.worker_activity(event["session"], f"{event.get('name')}…")
+                return fragments.worker_tool_started(tile, event, self.chat.pk)
             return fragments.tool_started(self.turn, event)
-        if kind == "tool.ended" and not worker:
-            return fragments.tool_ended(self.turn, event)
+        if kind == "tool.ended":
+            if worker:
+                tile = self.tiles.get(event["session"])
+                return fragments.worker_tool_ended(tile, event, self.audit) if tile else ""
+            return fragments.tool_ended(self.turn, event, self.audit)
         if kind == "note":
             return fragments.note(self.turn, event.get("text", ""))
         if kind == "worker.started":
-            tile = fragments.tile_context({**event, "started": timezone.now().isoformat()})
+            tile = fragments.tile_context(
+                {**event, "started": timezone.now().isoformat()}, self.links, self.audit
+            )
             self.tiles[tile["id"]] = tile
-            return fragments.worker_started(self.turn, {**event, "started": tile["started"]}, self.chat.pk)
+            return fragments.worker_started(self.turn, event, self.chat.pk, tile)
         if kind in ("worker.status", "worker.ended"):
             return self._tile_update(event)
         if kind in ("proposal.pending", "proposal.decided"):
             return fragments.proposal_event(self.turn, kind, event.get("proposal") or {})
         if kind == "turn.ended":
-            html = fragments.turn_ended(self.turn, event, self.chat.pk)
+            html = fragments.turn_ended(
+                self.turn, event, self.chat.pk, self.links, tuple(self.tiles.values())
+            )
             self.turn = None
+            self.tiles = {}
             return html
         return ""
 
@@ -183,7 +205,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
             return ""
         tile["status"] = event.get("status", tile["status"])
         if event.get("result"):
-            tile["result"] = fragments.render_markdown(event["result"])
+            tile["result"] = fragments.render_answer(event["result"], self.links)
         tile["error"] = event.get("error", "") or tile.get("error", "")
         return fragments.worker_changed(tile, self.chat.pk)
 

@@ -11,10 +11,12 @@ import json
 from typing import Any
 
 from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils import timezone
 from django.utils.html import escape
 
 from web_app.charts import chart_for_tool
-from web_app.rendering import render_markdown
+from web_app.rendering import EstateLinks, render_answer, render_markdown  # noqa: F401 - used by the consumer
 
 PREVIEW_CHARS = 4000
 ARGS_CHARS = 160
@@ -52,9 +54,11 @@ def chip_context(
     status: str = "running",
     content: Any = None,
     duration_ms: int | None = None,
+    audit_url: str = "",
 ) -> dict:
     return {
         "call_id": call_id,
+        "audit_url": audit_url,
         "name": name,
         "args": short_arguments(arguments),
         "status": status,
@@ -64,13 +68,45 @@ def chip_context(
     }
 
 
+def call_audit_url(session_id: int, call_id: str, audit_row: int | None = None) -> str:
+    """Where a chip or a tile's tool line links to: the audit row itself when it is known (a
+    reload), else the lookup by session and call id (live), which redirects to the newest row."""
+    if audit_row is not None:
+        return reverse("audit-call", args=[audit_row])
+    return reverse("audit-call-lookup", args=[session_id, call_id])
+
+
+def tool_line(
+    call_id: str,
+    name: str,
+    arguments: Any,
+    status: str = "running",
+    duration_ms: int | None = None,
+    audit_url: str = "",
+) -> dict:
+    """One tool call in a worker's tile: name, short arguments, status and duration."""
+    return {
+        "call_id": call_id,
+        "name": name,
+        "args": short_arguments(arguments),
+        "status": status,
+        "duration_ms": duration_ms,
+        "audit_url": audit_url,
+    }
+
+
 def _oob(template: str, **context) -> str:
     return render_to_string(f"chat/{template}", context)
 
 
 def turn_started(turn: int, user_text: str, chat_session_id: int, title: str = "") -> str:
     return _oob(
-        "_turn_started.html", turn=turn, user_text=user_text, chat_session_id=chat_session_id, title=title
+        "_turn_started.html",
+        turn=turn,
+        user_text=user_text,
+        chat_session_id=chat_session_id,
+        title=title,
+        at=timezone.now(),
     )
 
 
@@ -78,14 +114,14 @@ def text_delta(turn: int, text: str) -> str:
     return f'<span hx-swap-oob="beforeend:#stream-{turn}">{escape(text)}</span>'
 
 
-def tool_started(turn: int, event: dict) -> str:
+def tool_started(turn: int, event: dict, audit: bool = False) -> str:
     if event.get("name") in CONTROL_TOOLS:
         return ""
     chip = chip_context(event["call_id"], event["name"], event.get("arguments_raw", ""))
     return _oob("_chip_new.html", turn=turn, chip=chip)
 
 
-def _finished_chip(event: dict) -> dict:
+def _finished_chip(event: dict, audit: bool = False) -> dict:
     return chip_context(
         event["call_id"],
         event["name"],
@@ -93,42 +129,82 @@ def _finished_chip(event: dict) -> dict:
         event.get("status", "ok"),
         event.get("content", ""),
         event.get("duration_ms"),
+        call_audit_url(event["session"], event["call_id"]) if audit and event.get("session") else "",
     )
 
 
-def tool_ended(turn: int, event: dict) -> str:
+def tool_ended(turn: int, event: dict, audit: bool = False) -> str:
     if event.get("name") in CONTROL_TOOLS:
-        return control_outcome(turn, event)
-    return _oob("_chip.html", chip=_finished_chip(event), oob=True)
+        return control_outcome(turn, event, audit)
+    return _oob("_chip.html", chip=_finished_chip(event, audit), oob=True)
 
 
-def control_outcome(turn: int, event: dict) -> str:
+def control_outcome(turn: int, event: dict, audit: bool = False) -> str:
     """A control tool gets no chip, except when it did not do its job: a deduped or refused
     dispatch is shown plainly rather than silently."""
     if event.get("status") in ("ok", "killed"):
         return ""
-    return _oob("_chip_new.html", turn=turn, chip=_finished_chip(event))
+    return _oob("_chip_new.html", turn=turn, chip=_finished_chip(event, audit))
+
+
+def worker_tool_started(tile: dict, event: dict, chat_session_id: int) -> str:
+    """A worker began a tool call: a running line is appended to its tile's tool list."""
+    line = tool_line(event["call_id"], event.get("name", ""), event.get("arguments_raw", ""))
+    line["index"] = len(tile["tools"])
+    tile["tools"].append(line)
+    tile["activity"] = f"{line['name']}…"
+    return (
+        f'<div hx-swap-oob="beforeend:#tile-tools-{tile["id"]}">'
+        + render_to_string("chat/_tile_tool.html", {"tool": line, "tile": tile})
+        + "</div>"
+        + worker_activity(tile["id"], tile["activity"])
+    )
+
+
+def worker_tool_ended(tile: dict, event: dict, audit: bool = False) -> str:
+    """The matching running line (the newest one with that call id) gets its status and duration."""
+    line = next(
+        (t for t in reversed(tile["tools"]) if t["call_id"] == event["call_id"] and t["status"] == "running"),
+        None,
+    )
+    if line is None:
+        return ""
+    line["status"] = event.get("status", "ok")
+    line["duration_ms"] = event.get("duration_ms")
+    if audit:
+        line["audit_url"] = call_audit_url(tile["id"], event["call_id"])
+    return render_to_string("chat/_tile_tool.html", {"tool": line, "tile": tile, "oob": True})
 
 
 def note(turn: int, text: str) -> str:
     return _oob("_note_new.html", turn=turn, text=text)
 
 
-def tile_context(event: dict) -> dict:
+def tile_context(event: dict, links: EstateLinks | None = None, audit: bool = False) -> dict:
+    """A worker's tile. `answered`: the coordinator has replied, so the worker's full result is
+    folded away (the reply is the answer; the result stays one click away)."""
     return {
         "id": event["session"],
         "persona": event.get("persona", ""),
         "description": event.get("description", ""),
         "status": event.get("status", "pending"),
-        "result": render_markdown(event["result"]) if event.get("result") else "",
+        "result": render_answer(event["result"], links) if event.get("result") else "",
         "error": event.get("error", ""),
         "activity": event.get("activity", ""),
         "started": event.get("started", ""),
+        "tools": list(event.get("tools", [])),
+        "answered": bool(event.get("answered", False)),
+        "audit_url": reverse("audit-session", args=[event["session"]]) + f"#session-{event['session']}"
+        if audit
+        else "",
     }
 
 
-def worker_started(turn: int, event: dict, chat_session_id: int) -> str:
-    return _oob("_tile_new.html", turn=turn, tile=tile_context(event), chat_session_id=chat_session_id)
+def worker_started(turn: int, event: dict, chat_session_id: int, tile: dict | None = None) -> str:
+    """A new tile in the turn (`tile` when the caller already built it with its links)."""
+    return _oob(
+        "_tile_new.html", turn=turn, tile=tile or tile_context(event), chat_session_id=chat_session_id
+    )
 
 
 def worker_changed(tile: dict, chat_session_id: int) -> str:
@@ -141,9 +217,16 @@ def worker_activity(worker_id: int, text: str) -> str:
     )
 
 
-def turn_ended(turn: int, event: dict, chat_session_id: int) -> str:
-    answer = render_markdown(event["text"]) if event.get("text") else ""
-    return _oob(
+def turn_ended(
+    turn: int, event: dict, chat_session_id: int, links: EstateLinks | None = None, tiles: tuple = ()
+) -> str:
+    """The answer (or the error, with Retry) replaces the stream; the turn's tiles fold their results."""
+    answer = render_answer(event["text"], links) if event.get("text") else ""
+    folded = ""
+    for tile in tiles:
+        tile["answered"] = True
+        folded += worker_changed(tile, chat_session_id)
+    return folded + _oob(
         "_turn_ended.html",
         turn=turn,
         answer=answer,

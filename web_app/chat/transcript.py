@@ -11,9 +11,11 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 
+from django.urls import reverse
+
 from chat_app.models import ChatMessage, ChatSession, MessageKind, MessageRole, SessionStatus
-from web_app.chat.fragments import CONTROL_TOOLS, chip_context
-from web_app.rendering import render_markdown
+from web_app.chat.fragments import CONTROL_TOOLS, chip_context, tool_line
+from web_app.rendering import EstateLinks, render_answer
 from web_app.tree import build_tree, walk
 
 
@@ -31,25 +33,49 @@ class Turn:
     at: object
     items: list[Item] = field(default_factory=list)
     answer: str = ""
+    answered_at: object = None
     error: str = ""
     running: bool = False
 
 
-def tile_from_node(node: dict) -> dict:
+def tile_from_node(node: dict, links: EstateLinks | None = None, audit: bool = False) -> dict:
+    """A worker's tile as it was: its tool calls (from the audit rows) and its result."""
+    tools = []
+    for entry in node["timeline"]:
+        if entry["type"] != "call":
+            continue
+        line = tool_line(
+            entry["tool_call_id"] or f"a{entry['id']}",
+            entry["tool"],
+            entry["arguments"],
+            entry["status"],
+            entry["duration_ms"],
+            reverse("audit-call", args=[entry["id"]]) if audit else "",
+        )
+        line["index"] = len(tools)
+        tools.append(line)
     return {
         "id": node["id"],
         "persona": node["persona"],
         "description": node["description"],
         "status": node["status"],
-        "result": render_markdown(node["result"]) if node["result"] else "",
+        "result": render_answer(node["result"], links) if node["result"] else "",
         "error": node["error"],
         "activity": "",
         "started": node["started_at"].isoformat() if node["started_at"] else "",
+        "tools": tools,
+        "answered": False,
+        "audit_url": reverse("audit-session", args=[node["id"]]) + f"#session-{node['id']}" if audit else "",
     }
 
 
-def build_turns(chat: ChatSession, last: int | None = None) -> list[Turn]:
-    """The chat's turns (the last `last` of them) from the one session tree (`web_app.tree`)."""
+def build_turns(
+    chat: ChatSession, last: int | None = None, *, links: EstateLinks | None = None, audit: bool = False
+) -> list[Turn]:
+    """The chat's turns (the last `last` of them) from the one session tree (`web_app.tree`).
+
+    `links`: device links the viewer may follow; `audit`: whether the viewer may open audit pages
+    (then chips and tiles link to their audit records)."""
     since = None
     if last is not None:
         asked = ChatMessage.objects.filter(session=chat, role=MessageRole.USER).order_by("-seq")
@@ -61,7 +87,7 @@ def build_turns(chat: ChatSession, last: int | None = None) -> list[Turn]:
     turns: list[Turn] = []
     entries = tree["timeline"]
     for message in sorted((e for e in entries if e["type"] == "message"), key=lambda e: e["seq"]):
-        _add_message(turns, message)
+        _add_message(turns, message, links)
     if not turns:
         return turns
     starts = [t.at for t in turns]
@@ -79,24 +105,30 @@ def build_turns(chat: ChatSession, last: int | None = None) -> list[Turn]:
             call["status"],
             call["result"],
             call["duration_ms"],
+            reverse("audit-call", args=[call["id"]]) if audit else "",
         )
         owner(call["at"]).items.append(Item("chip", call["at"], chip))
     # Every agent of the tree, not only direct children: a reviewer spawned under a worker's gated
     # call shows as a tile after a reload just as it did live.
     for node in walk(tree):
         if node["id"] != tree["id"]:
-            owner(node["created_at"]).items.append(Item("tile", node["created_at"], tile_from_node(node)))
+            tile = tile_from_node(node, links, audit)
+            owner(node["created_at"]).items.append(Item("tile", node["created_at"], tile))
         for card in node["proposals"]:
             if card["requires_human"]:  # dual-sign cards, with their buttons while they wait
                 owner(card["created_at"]).items.append(Item("proposal", card["created_at"], card))
     for turn in turns:
         turn.items.sort(key=lambda item: item.at)
+        if turn.answer or turn.error:  # the coordinator replied: its reply is the answer
+            for item in turn.items:
+                if item.kind == "tile":
+                    item.data["answered"] = True
     if chat.status == SessionStatus.RUNNING:
         turns[-1].running = True
     return turns
 
 
-def _add_message(turns: list[Turn], message: dict) -> None:
+def _add_message(turns: list[Turn], message: dict, links: EstateLinks | None = None) -> None:
     if message["role"] == MessageRole.USER:
         turns.append(Turn(message["id"], message["content"], message["at"]))
     elif turns and message["kind"] == MessageKind.NOTE:
@@ -109,4 +141,5 @@ def _add_message(turns: list[Turn], message: dict) -> None:
         and not message["tool_calls"]
         and message["content"]
     ):
-        turns[-1].answer = render_markdown(message["content"])
+        turns[-1].answer = render_answer(message["content"], links)
+        turns[-1].answered_at = message["at"]

@@ -9,9 +9,12 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from agents_app.runtime import get_runtime
+from audit_app.queries import can_audit
 from chat_app import services
 from chat_app.models import ChatSession
+from web_app.chat.examples import example_prompts
 from web_app.chat.transcript import build_turns
+from web_app.rendering import estate_links
 
 SIDEBAR_SIZE = 50
 
@@ -26,7 +29,7 @@ def _own_chat(request: HttpRequest, session_id: int) -> ChatSession:
 
 @login_required
 def chat_home(request: HttpRequest) -> HttpResponse:
-    newest = _own_chats(request).order_by("-created_at").first()
+    newest = _own_chats(request).order_by("-updated_at", "-pk").first()
     if newest is None:
         newest = services.start_chat(request.user)
     return redirect("chat-page", newest.pk)
@@ -41,11 +44,16 @@ def chat_new(request: HttpRequest) -> HttpResponse:
 @login_required
 def chat_page(request: HttpRequest, session_id: int) -> HttpResponse:
     chat = _own_chat(request, session_id)
-    sessions = _own_chats(request).order_by("-created_at").only("pk", "title")[:SIDEBAR_SIZE]
+    # By last activity (a turn started or ended), newest first; dated in the sidebar.
+    sessions = _own_chats(request).order_by("-updated_at", "-pk").only("pk", "title", "updated_at")
+    turns = build_turns(
+        chat, links=estate_links(chat.organization_id, request.user), audit=can_audit(request.user)
+    )
     context = {
         "chat": chat,
-        "sessions": sessions,
-        "turns": build_turns(chat),
+        "sessions": sessions[:SIDEBAR_SIZE],
+        "turns": turns,
+        "examples": [] if turns else example_prompts(chat.organization_id),
         "chat_session_id": chat.pk,
         "running": chat.status == "running",
     }

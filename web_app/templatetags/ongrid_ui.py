@@ -1,0 +1,86 @@
+"""Template helpers every page shares: agent text as safe linked HTML, and one way of showing time.
+
+Time: every date on the chat, audit and admin pages reads the same way ("2026-12-01 19:26"), in
+the viewer's zone (activated per request by `web_app.timezones.ViewerTimezoneMiddleware`), with the
+zone and the full timestamp on hover. `ago` says "3 min ago" where recency matters more than the
+clock (sidebar, chat messages); the absolute time stays in the tooltip.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django import template
+from django.utils import timezone
+from django.utils.dateformat import format as date_format
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+from web_app.rendering import EstateLinks, estate_links, render_answer
+
+register = template.Library()
+
+SHORT = "Y-m-d H:i"
+FULL = "Y-m-d H:i:s"
+
+
+def _local(value: datetime) -> datetime:
+    return timezone.localtime(value) if timezone.is_aware(value) else value
+
+
+def _zone_label(value: datetime) -> str:
+    name = timezone.get_current_timezone_name()
+    offset = value.strftime("%z")
+    return f"{name} (UTC{offset[:3]}:{offset[3:]})" if offset else name
+
+
+def relative(value: datetime, now: datetime | None = None) -> str:
+    """'just now', '3 min ago', '5 h ago', 'yesterday', else the short date."""
+    now = now or timezone.now()
+    seconds = (now - value).total_seconds()
+    if seconds < 45:
+        return "just now"
+    if seconds < 3600:
+        return f"{round(seconds / 60) or 1} min ago"
+    if seconds < 86400:
+        return f"{int(seconds // 3600)} h ago"
+    if seconds < 2 * 86400:
+        return "yesterday"
+    return date_format(_local(value), SHORT)
+
+
+def _time_tag(value, text: str) -> SafeString:
+    local = _local(value)
+    title = f"{date_format(local, FULL)} {_zone_label(local)}"
+    return format_html('<time datetime="{}" title="{}">{}</time>', value.isoformat(), title, text)
+
+
+@register.filter
+def when(value, precision: str = "") -> SafeString | str:
+    """`{{ row.created_at|when }}` → 2026-12-01 19:26 in the viewer's zone; `|when:"s"` adds seconds."""
+    if not isinstance(value, datetime):
+        return "—" if value in (None, "") else str(value)
+    return _time_tag(value, date_format(_local(value), FULL if precision == "s" else SHORT))
+
+
+@register.filter
+def ago(value) -> SafeString | str:
+    """`{{ chat.updated_at|ago }}` → '3 min ago', the full local time and zone on hover."""
+    if not isinstance(value, datetime):
+        return "—" if value in (None, "") else str(value)
+    return _time_tag(value, relative(value))
+
+
+@register.simple_tag(takes_context=True)
+def agent_text(context, text: str, organization_id: int | None = None) -> SafeString:
+    """Agent Markdown rendered safely, with incident and (for staff) device names linked."""
+    request = context.get("request")
+    viewer = getattr(request, "user", None)
+    cache = getattr(request, "_ongrid_links", None) if request is not None else None
+    if cache is None:
+        cache = {}
+        if request is not None:
+            request._ongrid_links = cache
+    if organization_id not in cache:
+        cache[organization_id] = estate_links(organization_id, viewer) if organization_id else EstateLinks()
+    return render_answer(text or "", cache[organization_id])
