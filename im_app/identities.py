@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.urls import reverse
 from django.utils import timezone
@@ -123,8 +124,6 @@ def linked_user(app: IMApp, external_id: str):
 def link_by_email(app: IMApp, sender: Sender, email: str):
     """The org-level mapping: a platform profile's e-mail that is an active user's of the app's
     organization links the sender at once (Slack, with the users:read.email scope)."""
-    from django.contrib.auth import get_user_model
-
     if not email:
         return None
     user = (

@@ -1,3 +1,4 @@
+from django import forms
 from django.contrib import admin
 
 from incidents_app.models import Investigation, InvestigationPolicy
@@ -12,8 +13,6 @@ class InvestigationPolicyAdmin(TenantScopedAdmin):
         form = super().get_form(request, obj, **kwargs)
         secret = form.base_fields.get("webhook_secret")
         if secret is not None:
-            from django import forms
-
             # Never rendered back: blank keeps the stored secret.
             secret.widget = forms.PasswordInput(render_value=False)
             secret.required = False

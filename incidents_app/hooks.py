@@ -12,6 +12,8 @@ from django.db.models.signals import post_save
 
 from chat_app.models import SessionKind
 from chat_app.signals import session_reaped
+from incidents_app import investigations, notify, runner
+from ops_app import change_events
 from ops_app.models import Incident
 
 log = logging.getLogger(__name__)
@@ -22,7 +24,9 @@ def connect() -> None:
     session_reaped.connect(session_was_reaped, dispatch_uid="ongrid-investigation-reaped")
 
 
-def incident_saved(sender, instance: Incident, **kwargs) -> None:
+def incident_saved(sender, instance: Incident, raw: bool = False, **kwargs) -> None:
+    if raw or change_events.is_suppressed():
+        return  # fixtures and curated loads (the demo, an evaluation's estate) start nothing
     if not settings.CONFIG.auto_investigate and instance.status != Incident.Status.RESOLVED:
         return
     incident_id = instance.pk
@@ -30,8 +34,6 @@ def incident_saved(sender, instance: Incident, **kwargs) -> None:
 
 
 def _consider(incident_id: int) -> None:
-    from incidents_app import investigations, runner
-
     investigation = investigations.consider_incident(incident_id)
     if investigation is not None:
         runner.start_queued(investigation.organization_id)
@@ -40,8 +42,6 @@ def _consider(incident_id: int) -> None:
 def session_was_reaped(sender, session_id: int, kind: str, reason: str, **kwargs) -> None:
     if kind != SessionKind.INVESTIGATION:
         return
-    from incidents_app import investigations, notify
-
     investigation = investigations.fail_reaped_session(session_id, reason)
     if investigation is not None:
         notify.investigation_ended(investigation)

@@ -182,6 +182,7 @@ async def _run(investigation: Investigation, incident: Incident) -> Investigatio
 def launch(investigation_id: int) -> asyncio.Future | concurrent.futures.Future | None:
     """Run a claimed investigation where turns run: a Celery worker, or this process's loop."""
     if settings.ONGRID_EXECUTOR == "celery":
+        # Imported here: the task module imports this one to run the investigation.
         from incidents_app.tasks import run_investigation_task
 
         run_investigation_task.delay(investigation_id)

@@ -9,6 +9,8 @@ from celery import shared_task
 from channels.layers import get_channel_layer
 from django.db import close_old_connections
 
+from incidents_app.runner import run_investigation
+
 
 @shared_task(name="incidents_app.run_investigation", acks_late=False)
 def run_investigation_task(investigation_id: int) -> None:
@@ -17,8 +19,6 @@ def run_investigation_task(investigation_id: int) -> None:
 
 
 async def _run(investigation_id: int) -> None:
-    from incidents_app.runner import run_investigation
-
     await sync_to_async(close_old_connections)()
     try:
         await run_investigation(investigation_id)

@@ -85,12 +85,18 @@ def acting_as(user=None, name: str | None = None) -> Iterator[None]:
 
 @contextlib.contextmanager
 def suppressed() -> Iterator[None]:
-    """Record nothing inside the block (bulk loads such as the demo estate write curated history)."""
+    """Record nothing inside the block (bulk loads such as the demo estate or an evaluation's
+    estate write curated history). Automatic reactions to estate writes (investigations) check
+    `is_suppressed()` too, so a curated load never starts work of its own."""
     token = _suppressed.set(True)
     try:
         yield
     finally:
         _suppressed.reset(token)
+
+
+def is_suppressed() -> bool:
+    return _suppressed.get()
 
 
 @sync_and_async_middleware

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from zoneinfo import available_timezones
+
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractUser, Group
 from django.db import transaction
@@ -40,8 +42,6 @@ def create_user(
 
 def set_timezone(user: AbstractUser, zone: str) -> None:
     """The user's chosen display zone ("" to follow the browser); an unknown zone is refused."""
-    from zoneinfo import available_timezones
-
     if zone and zone not in available_timezones():
         raise ValueError(f"unknown time zone {zone!r}")
     Membership.objects.filter(user=user).update(timezone=zone)

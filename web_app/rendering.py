@@ -12,6 +12,8 @@ from django.urls import reverse
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
+from ops_app.models import Device
+
 ALLOWED_TAGS = {
     "p",
     "br",
@@ -88,8 +90,6 @@ def estate_links(organization_id: int | None, viewer) -> EstateLinks:
     """The device links for `viewer` inside one organization: staff get the admin change page."""
     if organization_id is None or viewer is None or not getattr(viewer, "is_staff", False):
         return EstateLinks()
-    from ops_app.models import Device
-
     rows = Device.objects.filter(organization_id=organization_id).values_list("pk", "name")
     devices = {name: reverse("admin:ops_app_device_change", args=[pk]) for pk, name in rows if name}
     return EstateLinks(devices)
