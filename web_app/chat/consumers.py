@@ -91,6 +91,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if self.chat is None:
             await self.close(code=4403)
             return
+        self.viewer = user.get_username()
         self.turn: int | None = None
         self.tiles: dict[int, dict] = {}
         self.pending_text: list[str] = []
@@ -111,7 +112,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         chat = await ChatSession.objects.aget(pk=self.chat.pk)
         if chat.status != SessionStatus.RUNNING:
             return
-        turns = await database_sync_to_async(build_turns)(chat, last=1)
+        turns = await database_sync_to_async(build_turns)(chat, last=1, viewer=self.viewer)
         if not turns:
             return
         turn = turns[-1]
@@ -132,7 +133,11 @@ class ChatConsumer(AsyncWebsocketConsumer):
             return
         try:
             await astart_turn(self.chat, message)
-        except (TurnInProgress, ValueError) as exc:
+        except TurnInProgress:
+            # Nothing typed is lost: the page keeps the text in the composer and sends it when
+            # the running turn ends (docs/chat.md, "While a turn runs").
+            await self.send(text_data=await sync_to_async(fragments.composer_held)(message))
+        except ValueError as exc:
             await self.send(text_data=await sync_to_async(fragments.error_bubble)(str(exc)))
 
     async def turn_event(self, message: dict) -> None:
@@ -164,7 +169,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if kind == "note":
             return fragments.note(self.turn, event.get("text", ""))
         if kind == "worker.started":
-            tile = fragments.tile_context({**event, "started": timezone.now().isoformat()})
+            tile = fragments.tile_context({**event, "started": timezone.now().isoformat()}, self.viewer)
             self.tiles[tile["id"]] = tile
             return fragments.worker_started(self.turn, {**event, "started": tile["started"]}, self.chat.pk)
         if kind in ("worker.status", "worker.ended"):
@@ -172,7 +177,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if kind in ("proposal.pending", "proposal.decided"):
             return fragments.proposal_event(self.turn, kind, event.get("proposal") or {})
         if kind == "turn.ended":
-            html = fragments.turn_ended(self.turn, event, self.chat.pk)
+            html = fragments.turn_ended(self.turn, event, self.chat.pk, self.viewer)
             self.turn = None
             return html
         return ""
@@ -184,7 +189,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
         tile["status"] = event.get("status", tile["status"])
         if event.get("result"):
             tile["result"] = fragments.render_markdown(event["result"])
-        tile["error"] = event.get("error", "") or tile.get("error", "")
+        error = event.get("error", "") or tile.get("error", "")
+        tile["stopped"] = fragments.stopped_label(tile["status"], error, self.viewer)
+        tile["error"] = "" if tile["stopped"] else error
         return fragments.worker_changed(tile, self.chat.pk)
 
     def _queue_text(self, text: str) -> None:

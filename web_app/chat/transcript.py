@@ -12,7 +12,7 @@ import bisect
 from dataclasses import dataclass, field
 
 from chat_app.models import ChatMessage, ChatSession, MessageKind, MessageRole, SessionStatus
-from web_app.chat.fragments import CONTROL_TOOLS, chip_context
+from web_app.chat.fragments import CONTROL_TOOLS, chip_context, for_viewer, stopped_label
 from web_app.rendering import render_markdown
 from web_app.tree import build_tree, walk
 
@@ -32,23 +32,26 @@ class Turn:
     items: list[Item] = field(default_factory=list)
     answer: str = ""
     error: str = ""
+    stopped: str = ""
     running: bool = False
 
 
-def tile_from_node(node: dict) -> dict:
+def tile_from_node(node: dict, viewer: str = "") -> dict:
+    stopped = stopped_label(node["status"], node["error"], viewer)
     return {
         "id": node["id"],
         "persona": node["persona"],
         "description": node["description"],
         "status": node["status"],
         "result": render_markdown(node["result"]) if node["result"] else "",
-        "error": node["error"],
+        "error": "" if stopped else node["error"],
+        "stopped": stopped,
         "activity": "",
         "started": node["started_at"].isoformat() if node["started_at"] else "",
     }
 
 
-def build_turns(chat: ChatSession, last: int | None = None) -> list[Turn]:
+def build_turns(chat: ChatSession, last: int | None = None, viewer: str = "") -> list[Turn]:
     """The chat's turns (the last `last` of them) from the one session tree (`web_app.tree`)."""
     since = None
     if last is not None:
@@ -61,7 +64,7 @@ def build_turns(chat: ChatSession, last: int | None = None) -> list[Turn]:
     turns: list[Turn] = []
     entries = tree["timeline"]
     for message in sorted((e for e in entries if e["type"] == "message"), key=lambda e: e["seq"]):
-        _add_message(turns, message)
+        _add_message(turns, message, viewer)
     if not turns:
         return turns
     starts = [t.at for t in turns]
@@ -85,7 +88,9 @@ def build_turns(chat: ChatSession, last: int | None = None) -> list[Turn]:
     # call shows as a tile after a reload just as it did live.
     for node in walk(tree):
         if node["id"] != tree["id"]:
-            owner(node["created_at"]).items.append(Item("tile", node["created_at"], tile_from_node(node)))
+            owner(node["created_at"]).items.append(
+                Item("tile", node["created_at"], tile_from_node(node, viewer))
+            )
         for card in node["proposals"]:
             if card["requires_human"]:  # dual-sign cards, with their buttons while they wait
                 owner(card["created_at"]).items.append(Item("proposal", card["created_at"], card))
@@ -96,11 +101,13 @@ def build_turns(chat: ChatSession, last: int | None = None) -> list[Turn]:
     return turns
 
 
-def _add_message(turns: list[Turn], message: dict) -> None:
+def _add_message(turns: list[Turn], message: dict, viewer: str = "") -> None:
     if message["role"] == MessageRole.USER:
         turns.append(Turn(message["id"], message["content"], message["at"]))
     elif turns and message["kind"] == MessageKind.NOTE:
         turns[-1].items.append(Item("note", message["at"], message["content"]))
+    elif turns and message["kind"] == MessageKind.STOPPED:
+        turns[-1].stopped = for_viewer(message["content"], viewer)
     elif turns and message["kind"] == MessageKind.ERROR:
         turns[-1].error = message["content"]
     elif (

@@ -45,7 +45,7 @@ def chat_page(request: HttpRequest, session_id: int) -> HttpResponse:
     context = {
         "chat": chat,
         "sessions": sessions,
-        "turns": build_turns(chat),
+        "turns": build_turns(chat, viewer=request.user.get_username()),
         "chat_session_id": chat.pk,
         "running": chat.status == "running",
     }
@@ -64,7 +64,7 @@ def chat_rename(request: HttpRequest, session_id: int) -> HttpResponse:
 @require_POST
 def chat_delete(request: HttpRequest, session_id: int) -> HttpResponse:
     chat = _own_chat(request, session_id)
-    async_to_sync(get_runtime().stop_session)(chat.pk)
+    async_to_sync(get_runtime().stop_session)(chat.pk, by=request.user.get_username())
     services.delete_chat(chat)
     return redirect("chat-home")
 
@@ -73,7 +73,7 @@ def chat_delete(request: HttpRequest, session_id: int) -> HttpResponse:
 @require_POST
 def chat_stop(request: HttpRequest, session_id: int) -> HttpResponse:
     chat = _own_chat(request, session_id)
-    async_to_sync(get_runtime().stop_session)(chat.pk)
+    async_to_sync(get_runtime().stop_session)(chat.pk, by=request.user.get_username())
     return HttpResponse(status=204)
 
 
@@ -82,5 +82,5 @@ def chat_stop(request: HttpRequest, session_id: int) -> HttpResponse:
 def worker_stop(request: HttpRequest, session_id: int, worker_id: int) -> HttpResponse:
     chat = _own_chat(request, session_id)
     worker = get_object_or_404(ChatSession, pk=worker_id, root_session=chat)
-    async_to_sync(get_runtime().stop_worker)(worker.pk)
+    async_to_sync(get_runtime().stop_worker)(worker.pk, by=request.user.get_username())
     return HttpResponse(status=204)
