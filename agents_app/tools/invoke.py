@@ -130,7 +130,8 @@ async def invoke_tool(
         message = f"Stopped while running ({stop.reason}); no result."
         return await _account(current, "killed", message, message)
     except asyncio.CancelledError:
-        await asyncio.shield(_account(current, "killed", "", "stopped while running"))
+        why = f"Stopped while running ({cancel.reason})." if cancel is not None and cancel.reason else ""
+        await asyncio.shield(_account(current, "killed", why, why or "stopped while running"))
         raise
     return await _account(current, status, content, error)
 
