@@ -24,7 +24,7 @@ class WorkerRuntime(Protocol):
         self, parent, persona_name, description, prompt, publisher=None, tool_call_id=""
     ): ...
 
-    async def stop_worker(self, worker_session_id: int) -> bool: ...
+    async def stop_worker(self, worker_session_id: int, by: str = "") -> bool: ...
 
 
 AGENT_TOOL_SCHEMA = {
@@ -130,7 +130,7 @@ def task_stop_tool(runtime: WorkerRuntime, session: ChatSession) -> Tool:
             raise ToolError(f"No worker {worker_id} in this chat.")
         if worker.closed_at is not None:
             return {"task_id": worker_id, "status": worker.status, "note": "already finished"}
-        await runtime.stop_worker(worker_id)
+        await runtime.stop_worker(worker_id, by="the coordinator")
         return {"task_id": worker_id, "status": "stopping"}
 
     schema = {"type": "object", "properties": {"task_id": {"type": "integer"}}, "required": ["task_id"]}

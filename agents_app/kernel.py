@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from agents_app import metrics
-from agents_app.cancel import CancelToken
+from agents_app.cancel import CancelToken, Stopped
 from agents_app.events import Error, EventSink, Final, TextDelta, ToolEnd, ToolStart
 from agents_app.llm.base import LLMCompletion, LLMDelta, LLMError, LLMProvider, ToolCall
 from agents_app.personas import Persona, Skill
@@ -49,6 +49,7 @@ class AgentResult:
     usage: dict
     error: str = ""
     new_messages: list[dict] = field(default_factory=list)
+    cut_off: str = ""  # for a stopped run: what it was doing when the stop landed
 
 
 async def run_agent(
@@ -98,6 +99,7 @@ class _AgentRun:
         self.max_turns = max(1, persona.max_turns or 1)
         self.budget = persona.max_tool_calls
         self.recorder: LLMRecorder | None = None
+        self.doing = "starting"
 
     async def execute(self) -> AgentResult:
         try:
@@ -127,17 +129,12 @@ class _AgentRun:
         if await self.cancel.poll():
             raise _Stopped
         started_at, clock = datetime.now(UTC), time.monotonic()
-        completion: LLMCompletion | None = None
+        self.doing = "waiting for the model's reply"
         try:
-            stream = self.provider.stream_chat(self._llm_messages(note), schemas, model=self.model)
-            async with aclosing(stream):
-                async for event in stream:
-                    if isinstance(event, LLMDelta):
-                        await self.sink.emit(TextDelta(event.text))
-                    elif isinstance(event, LLMCompletion):
-                        completion = event
-                    if self.cancel.cancelled:
-                        break
+            completion = await self.cancel.race(self._consume(self.provider, note, schemas))
+        except Stopped:
+            await self._record_llm(started_at, clock, None, "stopped")
+            raise _Stopped from None
         except LLMError as error:
             await self._record_llm(started_at, clock, None, error.message)
             raise
@@ -153,6 +150,22 @@ class _AgentRun:
             await self._record_llm(started_at, clock, None, "stream ended without a completion")
             raise LLMError("the LLM stream ended without a completion")
         await self._record_llm(started_at, clock, completion, "")
+        return completion
+
+    async def _consume(
+        self, provider: LLMProvider, note: str | None, schemas: list[dict]
+    ) -> LLMCompletion | None:
+        """Read one streamed reply; runs as its own task so a stop can close the stream mid-wait."""
+        completion: LLMCompletion | None = None
+        stream = provider.stream_chat(self._llm_messages(note), schemas, model=self.model)
+        async with aclosing(stream):
+            async for event in stream:
+                if isinstance(event, LLMDelta):
+                    await self.sink.emit(TextDelta(event.text))
+                elif isinstance(event, LLMCompletion):
+                    completion = event
+                if self.cancel.cancelled:
+                    break
         return completion
 
     async def _record_llm(self, started_at, clock, completion: LLMCompletion | None, error: str) -> None:
@@ -188,6 +201,7 @@ class _AgentRun:
                 "tool_calls": [_wire_call(call) for call in calls],
             }
         )
+        self.doing = "running " + ", ".join(_describe_call(call) for call in calls)
         for call in calls:
             await self.sink.emit(ToolStart(call.id, call.name, redact_arguments(call.arguments_raw)))
         remaining = len(calls) if self.budget is None else max(0, self.budget - self.usage["tool_calls"])
@@ -249,8 +263,8 @@ class _AgentRun:
 
     async def _stopped(self) -> AgentResult:
         reason = self.cancel.reason or "stop requested"
-        await self.sink.emit(Error(f"Stopped: {reason}"))
-        return AgentResult(KILLED, "", dict(self.usage), f"stopped: {reason}", self.new_messages)
+        await self.sink.emit(Error(reason))
+        return AgentResult(KILLED, "", dict(self.usage), reason, self.new_messages, cut_off=self.doing)
 
     async def _failed(self, message: str) -> AgentResult:
         await self.sink.emit(Error(message))
@@ -272,6 +286,21 @@ def _unique_ids(calls: list[ToolCall]) -> list[ToolCall]:
         seen.add(call_id)
         unique.append(replace(call, id=call_id))
     return unique
+
+
+def _describe_call(call: ToolCall) -> str:
+    """`host_du_summary` or, for a dispatch, `AgentTool (specialist-disk: Disk usage on web-01)`."""
+    if call.name != "AgentTool":
+        return call.name
+    try:
+        arguments = json.loads(call.arguments_raw or "{}")
+    except ValueError:
+        return call.name
+    if not isinstance(arguments, dict):
+        return call.name
+    who = str(arguments.get("subagent_type") or "?")
+    what = " ".join(str(arguments.get("description") or "").split())[:80]
+    return f"a {who} worker ({what})" if what else f"a {who} worker"
 
 
 def _wire_call(call: ToolCall) -> dict:

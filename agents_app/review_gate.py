@@ -110,6 +110,15 @@ class ReviewGate:
             payload=payload,
         )
         publisher = Publisher(proposal.root_session_id)
+        try:
+            return await self._decide(proposal, session, ctx, publisher)
+        except asyncio.CancelledError:
+            # The agent was stopped during the review or the wait for a human: the proposal is
+            # rejected at once (never left pending), and the card says so.
+            await asyncio.shield(_reject_stopped(proposal.pk, ctx.session_id, publisher))
+            raise
+
+    async def _decide(self, proposal, session, ctx: ToolContext, publisher) -> GateDecision:
         verdict = await _ask_reviewer(self.runtime, proposal, session, ctx, publisher)
         proposal = await proposals.arecord_review(proposal.pk, bool(verdict.approved), verdict.reason)
         if proposal.decision == MutatingProposal.Decision.REJECT:
@@ -121,6 +130,17 @@ class ReviewGate:
             if proposal.decision != MutatingProposal.Decision.APPROVE:
                 return GateDecision(False, f"not approved by a human: {proposal.decision_reason}")
         return GateDecision(True, proposal.decision_reason, on_executed=partial(_stamp, proposal.pk))
+
+
+async def _reject_stopped(proposal_id: int, session_id: int, publisher) -> None:
+    reason = await services.astop_requested(session_id) or "stopped"
+    if await proposals.areject(proposal_id, f"the agent was {reason} before the change was decided"):
+        try:
+            proposal = await MutatingProposal.objects.aget(pk=proposal_id)
+            if proposal.requires_human:
+                await _publish(publisher, "proposal.decided", proposal)
+        except Exception:  # noqa: BLE001 - the rejection is stored; the card catches up on reload
+            log.exception("could not publish the rejection of proposal %s", proposal_id)
 
 
 async def _check_caller(tool: Tool, ctx: ToolContext) -> tuple[str, str]:

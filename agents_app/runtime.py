@@ -13,6 +13,8 @@ import asyncio
 import logging
 from dataclasses import dataclass
 
+from channels.layers import get_channel_layer
+
 from agents_app import control_tools
 from agents_app.cancel import CancelToken
 from agents_app.catalog import agent_catalog
@@ -31,8 +33,11 @@ from chat_app.models import ChatMessage, ChatSession, MessageKind, MessageRole, 
 log = logging.getLogger(__name__)
 
 HISTORY_LIMIT = 50
+# Stops are pushed (a channel-layer message to the group of the turn's root session, which the
+# process running the turn listens to); the row flag is also polled, as a fallback, this often.
 STOP_POLL_SECONDS = 1.0
 HEARTBEAT_EVERY = 30  # polls
+STOP_MESSAGE = "turn.stop"
 NOT_DISPATCHABLE = (COORDINATOR, REVIEWER)
 
 
@@ -83,13 +88,13 @@ class Runtime:
             result = await self._run_coordinator(session, publisher, token, extra_tools)
             error = result.error or ""
         except asyncio.CancelledError:
-            error = "The turn was cancelled."
+            error = token.reason or "The turn was cancelled."
             raise
         except Exception as exc:  # noqa: BLE001 - a crash must still end the turn cleanly
             log.exception("turn of session %s crashed", session.pk)
             error = f"The turn failed: {type(exc).__name__}: {exc}"
         finally:
-            watcher.cancel()
+            await _end_task(watcher)
             self._forget(session.pk)
             await self._finish_turn(session, publisher, result, error)
         return result
@@ -138,11 +143,20 @@ class Runtime:
         status = result.status if result is not None else SessionStatus.FAILED
         text = result.text if result is not None else ""
         message_id = None
-        if error and status != "completed":
-            note = await services.aappend_message(
+        note = ""
+        if status == SessionStatus.KILLED:
+            # A stop is not a failure: a neutral line that says who stopped it and what was cut
+            # off, kept in the history so the next turn's coordinator knows the work is unfinished.
+            note = stopped_note(error, result.cut_off if result is not None else "")
+            message = await services.aappend_message(
+                session.pk, MessageRole.ASSISTANT, note, kind=MessageKind.STOPPED
+            )
+            message_id = message.pk
+        elif error and status != "completed":
+            message = await services.aappend_message(
                 session.pk, MessageRole.ASSISTANT, error, kind=MessageKind.ERROR
             )
-            message_id = note.pk
+            message_id = message.pk
         await services.aend_turn(
             session.pk,
             error=error if status != "completed" else "",
@@ -155,6 +169,7 @@ class Runtime:
                 "status": status,
                 "text": text,
                 "error": error,
+                "stopped": note,
                 "message_id": message_id,
             }
         )
@@ -227,8 +242,9 @@ class Runtime:
             await services.amark_running(worker.pk)
             await publisher.publish({"event": "worker.status", "session": worker.pk, "status": "running"})
             outcome = await self._drive_worker(worker, persona, prompt, publisher, token, tools)
-        except asyncio.CancelledError:
-            outcome = WorkerOutcome(worker.pk, SessionStatus.KILLED, "", "Cancelled.")
+        except asyncio.CancelledError:  # the coordinator's own stop cancelled the dispatch
+            reason = token.reason or self._stop_reason_of(publisher.root_session_id) or "Cancelled."
+            outcome = WorkerOutcome(worker.pk, SessionStatus.KILLED, "", reason)
             raise
         except Exception as exc:  # noqa: BLE001
             log.exception("worker %s crashed", worker.pk)
@@ -279,15 +295,11 @@ class Runtime:
             text = f"[partial: the worker's budget ran out]\n{text}"
         return WorkerOutcome(worker.pk, status, text, result.error or "")
 
-    async def stop_worker(self, worker_session_id: int) -> bool:
-        """Stop a running worker wherever it runs: the row flag reaches other processes."""
-        requested = await services.arequest_stop(worker_session_id)
-        token = self._tokens.get(worker_session_id)
-        if token is not None:
-            token.cancel("stopped")
-        return requested
+    async def stop_worker(self, worker_session_id: int, by: str = "") -> bool:
+        """Stop one running agent wherever it runs (TaskStop, a tile's Stop button)."""
+        return await self._stop([worker_session_id], stop_reason(by))
 
-    async def stop_session(self, session_id: int) -> int:
+    async def stop_session(self, session_id: int, by: str = "") -> int:
         """The user's Stop: the turn and every open worker under it."""
         ids = [session_id] + [
             pk
@@ -295,16 +307,41 @@ class Runtime:
                 root_session_id=session_id, closed_at__isnull=True
             ).values_list("pk", flat=True)
         ]
-        stopped = 0
+        return await self._stop(ids, stop_reason(by))
+
+    async def _stop(self, ids: list[int], reason: str) -> int:
+        """Cancel the local tokens first (this process's calls end now), then flag the rows and push
+        the stop to whichever process runs them (a Celery worker hears it within milliseconds)."""
         for pk in ids:
-            stopped += await self.stop_worker(pk)
+            token = self._tokens.get(pk)
+            if token is not None:
+                token.cancel(reason)
+        stopped = 0
+        roots: dict[int, list[int]] = {}
+        for pk in ids:
+            stopped += await services.arequest_stop(pk, reason)
+            root = await ChatSession.objects.filter(pk=pk).values_list("root_session_id", flat=True).afirst()
+            roots.setdefault(root or pk, []).append(pk)
+        layer = get_channel_layer()
+        if layer is not None:
+            for root, sessions in roots.items():
+                try:
+                    await layer.group_send(
+                        stop_group(root), {"type": STOP_MESSAGE, "sessions": sessions, "reason": reason}
+                    )
+                except Exception:  # noqa: BLE001 - the row flag still reaches the turn
+                    log.exception("could not push the stop of %s", sessions)
         return stopped
+
+    def _stop_reason_of(self, root_id: int) -> str | None:
+        token = self._tokens.get(root_id)
+        return token.reason if token is not None else None
 
     # ---- plumbing ----------------------------------------------------------------------------
 
     def _register(self, session_id: int, root_id: int) -> CancelToken:
         async def flagged() -> str | None:
-            return "stopped" if await services.astop_requested(session_id) else None
+            return await services.astop_requested(session_id) or None
 
         token = CancelToken(check=flagged)
         self._tokens[session_id] = token
@@ -315,21 +352,55 @@ class Runtime:
         self._tokens.pop(session_id, None)
         self._root_of.pop(session_id, None)
 
+    def _cancel_local(self, session_ids, reason: str) -> None:
+        for pk in session_ids:
+            token = self._tokens.get(pk)
+            if token is not None and not token.cancelled:
+                token.cancel(reason)
+
     async def _watch_stop(self, root_id: int) -> None:
-        """Turn cross-process stop flags into local cancellation (a stop lands even while an LLM call
-        streams), and keep this turn's rows' heartbeat fresh for the reaper."""
+        """Turn stops requested by other processes into local cancellation while this turn runs: a
+        pushed channel-layer message (immediate), with the rows' flags polled as a fallback; and
+        keep this turn's rows' heartbeat fresh for the reaper."""
+        listener = asyncio.create_task(self._listen_for_stops(root_id))
         polls = 0
-        while True:
-            await asyncio.sleep(STOP_POLL_SECONDS)
-            polls += 1
+        try:
+            while True:
+                await asyncio.sleep(STOP_POLL_SECONDS)
+                polls += 1
+                ids = [pk for pk, root in list(self._root_of.items()) if root == root_id]
+                for pk, reason in await _stop_flagged(ids):
+                    self._cancel_local([pk], reason)
+                if polls % HEARTBEAT_EVERY == 0:
+                    await services.aheartbeat(ids)
+        finally:
+            await _end_task(listener)
+
+    async def _listen_for_stops(self, root_id: int) -> None:
+        layer = get_channel_layer()
+        if layer is None:
+            return
+        group = stop_group(root_id)
+        try:
+            channel = await layer.new_channel()
+            await layer.group_add(group, channel)
+        except Exception:  # noqa: BLE001 - without a layer the row poll still stops the turn
+            log.exception("cannot listen for pushed stops of session %s", root_id)
+            return
+        try:
+            # A stop sent before we joined the group is on the row already.
             ids = [pk for pk, root in list(self._root_of.items()) if root == root_id]
-            flagged = await _stop_flagged(ids)
-            for pk in flagged:
-                token = self._tokens.get(pk)
-                if token is not None and not token.cancelled:
-                    token.cancel("stopped")
-            if polls % HEARTBEAT_EVERY == 0:
-                await services.aheartbeat(ids)
+            for pk, reason in await _stop_flagged(ids):
+                self._cancel_local([pk], reason)
+            while True:
+                message = await layer.receive(channel)
+                if message.get("type") == STOP_MESSAGE:
+                    self._cancel_local(message.get("sessions") or [], message.get("reason") or "stopped")
+        finally:
+            try:
+                await asyncio.shield(layer.group_discard(group, channel))
+            except Exception:  # noqa: BLE001
+                log.debug("could not leave %s", group)
 
     @staticmethod
     def _skills(persona: Persona) -> list:
@@ -364,15 +435,37 @@ class Runtime:
         ]
 
 
-async def _stop_flagged(ids: list[int]) -> list[int]:
+async def _stop_flagged(ids: list[int]) -> list[tuple[int, str]]:
     if not ids:
         return []
     return [
-        pk
-        async for pk in ChatSession.objects.filter(pk__in=ids, stop_requested_at__isnull=False).values_list(
-            "pk", flat=True
-        )
+        (pk, reason or "stopped")
+        async for pk, reason in ChatSession.objects.filter(
+            pk__in=ids, stop_requested_at__isnull=False
+        ).values_list("pk", "stop_reason")
     ]
+
+
+async def _end_task(task: asyncio.Task) -> None:
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+def stop_reason(by: str) -> str:
+    """The reason rows close with: "stopped by alice", or plain "stopped" (a caller with no user)."""
+    return f"stopped by {by}" if by else "stopped"
+
+
+def stop_group(root_id: int) -> str:
+    """The channel-layer group the process running a turn listens on for pushed stops."""
+    return f"ongrid-stop.{root_id}"
+
+
+def stopped_note(reason: str, cut_off: str) -> str:
+    """The line a stopped turn ends with, for the user and for the next turn's coordinator."""
+    who = (reason or "stopped").strip()
+    text = who[0].upper() + who[1:]
+    return f"{text} before the answer was complete. Cut off: {cut_off or 'nothing was running'}."
 
 
 _runtime: Runtime | None = None

@@ -66,6 +66,8 @@ class ChatSession(TenantModel):
     # Cross-process control. A stop request is a row flag every process can see; the process that
     # runs the session checks it before each LLM and tool call.
     stop_requested_at = models.DateTimeField(null=True, blank=True)
+    # Who stopped it, as the rows close with it: "stopped by alice".
+    stop_reason = models.CharField(max_length=200, blank=True)
     # Which process runs this session right now ("host:pid"), and when it last proved it is alive;
     # the reaper closes running rows whose owner is gone.
     owner = models.CharField(max_length=200, blank=True)
@@ -113,6 +115,7 @@ class MessageKind(models.TextChoices):
     TEXT = "text", "Conversation"  # part of the model's history
     NOTE = "note", "Intermediate note"  # SendMessage: shown to the user, not replayed to the model
     ERROR = "error", "Error"  # a failed turn, shown as an error bubble
+    STOPPED = "stopped", "Stopped"  # a stopped turn: who stopped it and what was cut off; replayed
 
 
 class ChatMessage(models.Model):

@@ -102,7 +102,24 @@ def title_from(text: str) -> str:
 
 
 class TurnInProgress(Exception):
-    """The session is already running a turn; a chat takes one message at a time."""
+    """The session is already running a turn; a chat takes one message at a time.
+
+    `turn_id` is the running turn's id (its user message), so a caller can say which one to wait for.
+    """
+
+    def __init__(self, message: str, turn_id: int | None = None):
+        super().__init__(message)
+        self.turn_id = turn_id
+
+
+def running_turn_id(session_id: int) -> int | None:
+    """The id of the session's current (or last) turn: its newest user message."""
+    return (
+        ChatMessage.objects.filter(session_id=session_id, role=MessageRole.USER)
+        .order_by("-seq")
+        .values_list("pk", flat=True)
+        .first()
+    )
 
 
 def begin_turn(session_id: int, user_text: str) -> ChatMessage:
@@ -118,12 +135,16 @@ def begin_turn(session_id: int, user_text: str) -> ChatMessage:
     with transaction.atomic():
         session = ChatSession.objects.select_for_update().get(pk=session_id)
         if session.status == SessionStatus.RUNNING:
-            raise TurnInProgress("A turn is already running in this chat; wait for it or press Stop.")
+            raise TurnInProgress(
+                "A turn is already running in this chat; wait for it or press Stop.",
+                running_turn_id(session_id),
+            )
         fields = {
             "status": SessionStatus.RUNNING,
             "owner": process_identity(),
             "heartbeat_at": now,
             "stop_requested_at": None,
+            "stop_reason": "",
             "error": "",
             "updated_at": now,  # the chat list is ordered by last activity
         }
@@ -219,17 +240,23 @@ def close_session(
     return bool(updated)
 
 
-def request_stop(session_id: int) -> bool:
-    """Ask whichever process runs the session to stop it. True if it was still open."""
+def request_stop(session_id: int, reason: str = "stopped") -> bool:
+    """Ask whichever process runs the session to stop it, saying who asked. True if it was still open."""
     return bool(
         ChatSession.objects.filter(
             pk=session_id, closed_at__isnull=True, stop_requested_at__isnull=True
-        ).update(stop_requested_at=timezone.now())
+        ).update(stop_requested_at=timezone.now(), stop_reason=(reason or "stopped")[:200])
     )
 
 
-def stop_requested(session_id: int) -> bool:
-    return ChatSession.objects.filter(pk=session_id, stop_requested_at__isnull=False).exists()
+def stop_requested(session_id: int) -> str:
+    """The stop reason ("stopped by alice") when a stop was requested, else ""."""
+    row = (
+        ChatSession.objects.filter(pk=session_id, stop_requested_at__isnull=False)
+        .values_list("stop_reason", flat=True)
+        .first()
+    )
+    return "" if row is None else (row or "stopped")
 
 
 def heartbeat(session_ids: list[int]) -> None:
@@ -284,7 +311,7 @@ def history(session_id: int, limit: int = 50) -> list[dict]:
     message that called it (the model API rejects that) and a long-lived session stays bounded.
     """
     rows = list(
-        ChatMessage.objects.filter(session_id=session_id, kind=MessageKind.TEXT)
+        ChatMessage.objects.filter(session_id=session_id, kind__in=[MessageKind.TEXT, MessageKind.STOPPED])
         .exclude(role=MessageRole.SYSTEM)
         .order_by("-seq")[:limit]
         .values("role", "content", "tool_calls", "tool_call_id")

@@ -14,6 +14,8 @@ test that under-scripts fails loudly instead of hanging.
 from __future__ import annotations
 
 import json
+import select
+import socket
 import threading
 import time
 from collections import deque
@@ -31,6 +33,7 @@ class Reply:
     usage: dict = field(default_factory=lambda: {"prompt_tokens": 11, "completion_tokens": 7})
     chunk_size: int = 5  # characters per streamed text piece and per tool-argument piece
     delay: float = 0.0  # seconds before the response starts
+    hold: float = 0.0  # seconds to send nothing at all, ending early if the client hangs up
     chunk_delay: float = 0.0  # seconds between streamed chunks
     status: int = 200
     error_message: str = ""
@@ -40,6 +43,12 @@ class Reply:
 
 def text(content: str, **options: Any) -> Reply:
     return Reply(text=content, **options)
+
+
+def held(seconds: float = 60.0, content: str = "too late") -> Reply:
+    """A model that does not answer: nothing is sent for `seconds` (unless the client hangs up,
+    which is recorded in `FakeLLM.hangups`), then `content`."""
+    return Reply(text=content, hold=seconds)
 
 
 def call(name: str, arguments: dict | str | None = None, id: str | None = None) -> dict:
@@ -92,6 +101,7 @@ class FakeLLM:
         self.models = list(models)
         self.strict_models = False  # when True, an unknown model gets 404 model_not_found
         self.requests: list[RecordedRequest] = []
+        self.hangups: list[tuple[RecordedRequest, float]] = []  # held requests the client closed
         self._queue: deque[Reply] = deque()
         self._router: Router | None = None
         self._lock = threading.Lock()
@@ -203,6 +213,8 @@ class _Handler(BaseHTTPRequestHandler):
         reply = self.owner._next_reply(request)
         if reply.delay:
             time.sleep(reply.delay)
+        if reply.hold and self._client_hung_up(request, reply.hold):
+            return
         if reply.status != 200:
             self._json(reply.status, _error_body(reply.error_message, reply.error_type, reply.error_code))
         elif body.get("stream"):
@@ -211,6 +223,24 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(200, _completion(reply, model))
 
     # -- helpers ---------------------------------------------------------------------------------
+
+    def _client_hung_up(self, request: RecordedRequest, seconds: float) -> bool:
+        """Send nothing for `seconds`; True (and recorded) if the client closed the connection."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            readable, _, _ = select.select([self.connection], [], [], 0.02)
+            if not readable:
+                continue
+            try:
+                data = self.connection.recv(1, socket.MSG_PEEK)
+            except OSError:
+                data = b""
+            if not data:
+                with self.owner._lock:
+                    self.owner.hangups.append((request, time.monotonic()))
+                self.close_connection = True
+                return True
+        return False
 
     def _record(self, body: dict) -> RecordedRequest:
         request = RecordedRequest(

@@ -89,7 +89,8 @@ class SSHTransport:
         except TimeoutError:
             timed_out = True
         finally:
-            if proc.exit_status is None:
+            if proc.exit_status is None:  # timed out or stopped: end the remote command, close the channel
+                _signal_quietly(proc, "KILL")
                 proc.close()
         stdout, cut_out = decode_capped(bytes(out.data), out.total)
         stderr, cut_err = decode_capped(bytes(err.data), err.total)
@@ -208,6 +209,14 @@ class SSHTransport:
 
     def _describe(self, exc: asyncssh.Error) -> str:
         return self.settings.redact(exc.reason or type(exc).__name__)
+
+
+def _signal_quietly(proc: asyncssh.SSHClientProcess, name: str) -> None:
+    """Ask the server to signal the remote command (servers that do not support it ignore it)."""
+    try:
+        proc.send_signal(name)
+    except (asyncssh.Error, OSError):
+        pass
 
 
 async def _pump(stream: asyncssh.SSHReader, sink: CappedBuffer) -> None:

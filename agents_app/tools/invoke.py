@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import jsonschema
 
 from agents_app import metrics, replay
+from agents_app.cancel import Stopped
 from agents_app.tools.base import Tool, ToolContext, ToolError, ToolResult
 from audit_app import recorder
 from audit_app.recorder import truncate
@@ -121,9 +122,16 @@ async def invoke_tool(
         return _refuse_unbound(tool.name, ctx)
     current = _Call(tool.name, tool.tool_class, ctx, arguments_raw)
     try:
-        status, content, error = await _run(tool, ctx, arguments_raw, cancel)
+        if cancel is None:
+            status, content, error = await _run(tool, ctx, arguments_raw, cancel)
+        else:  # a stop cancels the call itself: its process, channel or wait ends at once
+            status, content, error = await cancel.race(_run(tool, ctx, arguments_raw, cancel))
+    except Stopped as stop:
+        message = f"Stopped while running ({stop.reason}); no result."
+        return await _account(current, "killed", message, message)
     except asyncio.CancelledError:
-        await asyncio.shield(_account(current, "killed", "", "stopped while running"))
+        why = f"Stopped while running ({cancel.reason})." if cancel is not None and cancel.reason else ""
+        await asyncio.shield(_account(current, "killed", why, why or "stopped while running"))
         raise
     return await _account(current, status, content, error)
 

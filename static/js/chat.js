@@ -1,5 +1,6 @@
 // Chat page behaviour that HTMX does not cover: Enter to send, clearing the composer after a
-// send, keeping the newest content in view, the connection banner and tile timers.
+// send, holding a message typed while a turn runs (sent when the turn ends), "Stopping…" the
+// moment Stop is pressed, keeping the newest content in view, the connection banner and tile timers.
 (function () {
   "use strict";
 
@@ -16,9 +17,80 @@
     }
   });
 
+  // ---- a message typed while a turn runs is held, never lost ---------------------------------
+  var holding = false;
+  var lastSent = "";
+
+  function turnRunning() { return !!document.querySelector("#turn-controls button.stop"); }
+
+  function showHold(on) {
+    holding = on;
+    var status = document.getElementById("composer-status");
+    var text = document.getElementById("composer-status-text");
+    var form = composer();
+    if (form) { form.classList.toggle("holding", on); }
+    if (text) { text.textContent = on ? "A turn is running: your message is kept and will be sent when it ends." : ""; }
+    if (status) { status.hidden = !on; }
+  }
+
+  document.addEventListener("submit", function (event) {
+    if (!event.target || event.target.id !== "composer") { return; }
+    var box = document.getElementById("message");
+    if (turnRunning() && box && box.value.trim()) {
+      event.preventDefault();
+      event.stopImmediatePropagation();
+      showHold(true);
+    }
+  }, true);
+
+  document.addEventListener("click", function (event) {
+    if (event.target && event.target.id === "composer-cancel") {
+      showHold(false);
+      var box = document.getElementById("message");
+      if (box) { box.focus(); }
+    }
+  });
+
+  document.addEventListener("htmx:wsBeforeSend", function () {
+    var box = document.getElementById("message");
+    lastSent = box ? box.value : "";
+  });
+
   document.addEventListener("htmx:wsAfterSend", function () {
     var box = document.getElementById("message");
     if (box) { box.value = ""; box.focus(); }
+  });
+
+  function afterServerMessage() {
+    var refused = document.getElementById("composer-held");
+    var box = document.getElementById("message");
+    if (refused && refused.hasAttribute("data-text")) {
+      // The server refused it (a turn started elsewhere): put it back and hold it.
+      var text = refused.getAttribute("data-text") || lastSent;
+      refused.removeAttribute("data-text");
+      if (box && !box.value.trim()) { box.value = text; }
+      showHold(true);
+    }
+    if (holding && !turnRunning()) {
+      showHold(false);
+      if (box && box.value.trim()) { composer().requestSubmit(); }
+    }
+  }
+
+  // ---- Stop: say "Stopping…" at once ------------------------------------------------------
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    var button = event.detail && event.detail.elt;
+    if (!button || !button.matches || !button.matches("button.stop")) { return; }
+    button.textContent = "Stopping…";
+    button.classList.add("stopping");
+    button.setAttribute("aria-disabled", "true");
+    var tile = button.closest(".tile");
+    var tiles = tile ? [tile] : document.querySelectorAll(".tile.running, .tile.pending");
+    tiles.forEach(function (t) {
+      t.classList.add("stopping");
+      var status = t.querySelector(".tile-status");
+      if (status) { status.textContent = "stopping…"; }
+    });
   });
 
   var follow = true;
@@ -29,6 +101,7 @@
   document.addEventListener("htmx:wsAfterMessage", function () {
     var t = transcript();
     if (t && follow) { t.scrollTop = t.scrollHeight; }
+    afterServerMessage();
   });
 
   function setConnection(text) {

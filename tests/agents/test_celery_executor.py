@@ -162,3 +162,29 @@ async def test_stop_from_this_process_kills_a_worker_running_on_celery(member, a
     await _events_until(layer, channel, "turn.ended")
     worker = await ChatSession.objects.aget(parent_session=chat)
     assert worker.status == SessionStatus.KILLED and worker.closed_at is not None
+
+
+async def test_stop_reaches_a_model_call_on_the_celery_worker_within_a_second(
+    member, agents_llm, fake_llm, celery_worker
+):
+    from agents_app.runtime import Runtime
+    from fakes.openai_server import held
+
+    chat = await sync_to_async(services.start_chat)(member)
+    agents_llm.add("default", held(60))
+    layer, channel = await _listen(chat.pk)
+    await astart_turn(chat, "why is checkout slow?")
+    await _events_until(layer, channel, "turn.started")
+    deadline = time.monotonic() + EVENT_DEADLINE
+    while not fake_llm.chat_requests:  # the worker's model request is in flight (and held)
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.02)
+
+    stopped_at = time.monotonic()
+    await Runtime().stop_session(chat.pk, by="alice")  # this process runs nothing: the stop is pushed
+    ended = (await _events_until(layer, channel, "turn.ended"))[-1]
+
+    assert time.monotonic() - stopped_at < 1.0
+    assert ended["status"] == "killed" and ended["error"] == "stopped by alice"
+    assert ended["stopped"].startswith("Stopped by alice")
+    assert len(fake_llm.hangups) == 1  # the worker closed its HTTP request to the model

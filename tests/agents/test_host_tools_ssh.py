@@ -243,3 +243,45 @@ async def test_a_dropped_connection_is_replaced_transparently(device, sshd, fres
     again = await transport.run(Script.command("echo", "back"))
     assert again.ok and again.stdout == "back\n"
     assert accepted_logins(sshd) - before == 1
+
+
+async def test_a_stop_closes_a_running_ssh_channel_at_once(device, fresh_pool, tmp_path_factory):
+    import asyncio
+    import time
+
+    from agents_app.cancel import CancelToken, Stopped
+
+    fifo = tmp_path_factory.mktemp("ssh-pipe") / "never-written"
+    os.mkfifo(fifo)  # `cat` blocks on it for ever
+    transport = transport_for(device)
+    token = CancelToken()
+    run = asyncio.create_task(token.race(transport.run(Script.command("cat", str(fifo)))))
+
+    deadline = time.monotonic() + 20
+    while _pid_reading(fifo) is None:
+        assert time.monotonic() < deadline, "the remote command never started"
+        await asyncio.sleep(0.02)
+    pid = _pid_reading(fifo)
+    stopped_at = time.monotonic()
+    token.cancel("stopped by alice")
+    with pytest.raises(Stopped):
+        await asyncio.wait_for(run, 5)
+
+    assert time.monotonic() - stopped_at < 1.0  # the channel was closed, not waited out
+    quick = await transport.run(Script.command("echo", "still here"))
+    assert quick.stdout.strip() == "still here"  # the pooled connection is still usable
+    # OpenSSH ignores the KILL signal request: a remote command that writes nothing runs on until it
+    # next touches its closed pipe. Let this one finish (docs/runtime.md says so).
+    os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    assert pid > 0
+
+
+def _pid_reading(path: Path) -> int | None:
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if str(path).encode() in Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0"):
+                    return int(entry)
+            except OSError:
+                continue
+    return None

@@ -70,11 +70,20 @@ def test_without_wait_the_turn_is_accepted_and_runs_in_the_background(member, ag
     assert ChatSession.objects.get(pk=session_id).messages.filter(role="assistant", content="hello").exists()
 
 
-def test_a_second_message_while_a_turn_runs_is_a_409(member):
+def test_a_second_message_while_a_turn_runs_is_a_409_naming_the_running_turn(member):
     chat = services.start_chat(member)
-    ChatSession.objects.filter(pk=chat.pk).update(status="running")
+    running = services.begin_turn(chat.pk, "first question")  # the turn in progress
     response = api(member).post(f"/api/sessions/{chat.pk}/messages/", {"content": "again"}, format="json")
     assert response.status_code == 409 and "already running" in response.json()["detail"]
+    assert response.json()["running_turn_id"] == running.pk
+    assert not chat.messages.filter(content="again").exists()  # nothing half-stored
+
+
+def test_stop_records_who_stopped_it(member):
+    chat = services.start_chat(member)
+    worker = services.open_worker_session(chat, "specialist-disk", "d", "p")
+    api(member).post(f"/api/sessions/{chat.pk}/stop/")
+    assert ChatSession.objects.get(pk=worker.pk).stop_reason == "stopped by alice"
 
 
 def test_empty_message_is_a_400(member):

@@ -10,7 +10,7 @@ from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 
 from chat_app import services
-from chat_app.models import ChatSession
+from chat_app.models import ChatMessage, ChatSession
 from fakes.openai_server import call, text, tool_calls
 from ongrid_site.asgi import application
 
@@ -181,11 +181,13 @@ async def test_reconnecting_mid_turn_redraws_the_running_tile(client, chat, memb
     await again.disconnect()
 
 
-async def test_a_message_while_a_turn_runs_gets_an_error_bubble(client, chat, member):
+async def test_a_message_while_a_turn_runs_is_handed_back_to_the_composer(client, chat, member):
     await ChatSession.objects.filter(pk=chat.pk).aupdate(status="running")
     socket, ok, _ = await connect(chat.pk, [ORIGIN, await cookie_for(client, member)])
     assert ok
-    await socket.send_json_to({"message": "another"})
-    frame = await receive_until(socket, "already running")
-    assert 'class="bubble error"' in frame
+    await socket.send_json_to({"message": "another <one>"})
+    frame = await receive_until(socket, "composer-held")
+    assert 'data-text="another &lt;one&gt;"' in frame  # the page puts it back and sends it later
+    assert "bubble error" not in frame
+    assert not await ChatMessage.objects.filter(session=chat, content__startswith="another").aexists()
     await socket.disconnect()

@@ -73,7 +73,10 @@ class ChatSessionViewSet(
         try:
             message, waitable = turns.start_turn(session, body.validated_data["content"])
         except services.TurnInProgress as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+            return Response(
+                {"detail": str(exc), "session": session.pk, "running_turn_id": exc.turn_id},
+                status=status.HTTP_409_CONFLICT,
+            )
         if request.query_params.get("wait") not in ("1", "true", "yes"):
             return Response({"session": session.pk, "turn_id": message.pk}, status=status.HTTP_202_ACCEPTED)
         finished = turns.wait_for_turn(session.pk, waitable)
@@ -97,5 +100,5 @@ class ChatSessionViewSet(
     @action(detail=True, methods=["post"])
     def stop(self, request, pk=None):
         session = self.get_object()
-        stopped = async_to_sync(get_runtime().stop_session)(session.pk)
+        stopped = async_to_sync(get_runtime().stop_session)(session.pk, by=request.user.get_username())
         return Response({"session": session.pk, "stop_requested": stopped}, status=status.HTTP_202_ACCEPTED)

@@ -94,6 +94,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if self.chat is None:
             await self.close(code=4403)
             return
+        self.viewer = user.get_username()
         self.turn: int | None = None
         self.tiles: dict[int, dict] = {}
         self.pending_text: list[str] = []
@@ -118,7 +119,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
         chat = await ChatSession.objects.aget(pk=self.chat.pk)
         if chat.status != SessionStatus.RUNNING:
             return
-        turns = await database_sync_to_async(build_turns)(chat, last=1, links=self.links, audit=self.audit)
+        turns = await database_sync_to_async(build_turns)(
+            chat, last=1, links=self.links, audit=self.audit, viewer=self.viewer
+        )
         if not turns:
             return
         turn = turns[-1]
@@ -139,7 +142,11 @@ class ChatConsumer(AsyncWebsocketConsumer):
             return
         try:
             await astart_turn(self.chat, message)
-        except (TurnInProgress, ValueError) as exc:
+        except TurnInProgress:
+            # Nothing typed is lost: the page keeps the text in the composer and sends it when
+            # the running turn ends (docs/chat.md, "While a turn runs").
+            await self.send(text_data=await sync_to_async(fragments.composer_held)(message))
+        except ValueError as exc:
             await self.send(text_data=await sync_to_async(fragments.error_bubble)(str(exc)))
 
     async def turn_event(self, message: dict) -> None:
@@ -182,7 +189,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
             return fragments.note(self.turn, event.get("text", ""))
         if kind == "worker.started":
             tile = fragments.tile_context(
-                {**event, "started": timezone.now().isoformat()}, self.links, self.audit
+                {**event, "started": timezone.now().isoformat()}, self.links, self.audit, self.viewer
             )
             self.tiles[tile["id"]] = tile
             return fragments.worker_started(self.turn, event, self.chat.pk, tile)
@@ -192,7 +199,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
             return fragments.proposal_event(self.turn, kind, event.get("proposal") or {})
         if kind == "turn.ended":
             html = fragments.turn_ended(
-                self.turn, event, self.chat.pk, self.links, tuple(self.tiles.values())
+                self.turn, event, self.chat.pk, self.links, tuple(self.tiles.values()), self.viewer
             )
             self.turn = None
             self.tiles = {}
@@ -206,7 +213,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
         tile["status"] = event.get("status", tile["status"])
         if event.get("result"):
             tile["result"] = fragments.render_answer(event["result"], self.links)
-        tile["error"] = event.get("error", "") or tile.get("error", "")
+        error = event.get("error", "") or tile.get("error", "")
+        tile["stopped"] = fragments.stopped_label(tile["status"], error, self.viewer)
+        tile["error"] = "" if tile["stopped"] else error
         return fragments.worker_changed(tile, self.chat.pk)
 
     def _queue_text(self, text: str) -> None:

@@ -180,16 +180,39 @@ def note(turn: int, text: str) -> str:
     return _oob("_note_new.html", turn=turn, text=text)
 
 
-def tile_context(event: dict, links: EstateLinks | None = None, audit: bool = False) -> dict:
+def for_viewer(text: str, viewer: str = "") -> str:
+    """A stop reason as the person reading it should see it: "Stopped by you" for their own stop."""
+    text = (text or "").strip()
+    if not text.lower().startswith("stopped"):
+        return text
+    text = "S" + text[1:]
+    if viewer and text.lower().startswith(f"stopped by {viewer.lower()}"):
+        text = "Stopped by you" + text[len(f"stopped by {viewer}") :]
+    return text
+
+
+def stopped_label(status: str, error: str, viewer: str = "") -> str:
+    """The neutral line of a stopped agent ("Stopped by you"), or "" when it was not stopped."""
+    if status != "killed":
+        return ""
+    return for_viewer(error if (error or "").lower().startswith("stopped") else "stopped", viewer)
+
+
+def tile_context(
+    event: dict, links: EstateLinks | None = None, audit: bool = False, viewer: str = ""
+) -> dict:
     """A worker's tile. `answered`: the coordinator has replied, so the worker's full result is
     folded away (the reply is the answer; the result stays one click away)."""
+    status = event.get("status", "pending")
+    stopped = stopped_label(status, event.get("error", ""), viewer)
     return {
         "id": event["session"],
         "persona": event.get("persona", ""),
         "description": event.get("description", ""),
-        "status": event.get("status", "pending"),
+        "status": status,
         "result": render_answer(event["result"], links) if event.get("result") else "",
-        "error": event.get("error", ""),
+        "error": "" if stopped else event.get("error", ""),
+        "stopped": stopped,
         "activity": event.get("activity", ""),
         "started": event.get("started", ""),
         "tools": list(event.get("tools", [])),
@@ -218,10 +241,17 @@ def worker_activity(worker_id: int, text: str) -> str:
 
 
 def turn_ended(
-    turn: int, event: dict, chat_session_id: int, links: EstateLinks | None = None, tiles: tuple = ()
+    turn: int,
+    event: dict,
+    chat_session_id: int,
+    links: EstateLinks | None = None,
+    tiles: tuple = (),
+    viewer: str = "",
 ) -> str:
-    """The answer (or the error, with Retry) replaces the stream; the turn's tiles fold their results."""
+    """The answer (or the error with Retry, or a neutral "Stopped by you") replaces the stream; the
+    turn's tiles fold their results."""
     answer = render_answer(event["text"], links) if event.get("text") else ""
+    stopped = for_viewer(event.get("stopped", ""), viewer)
     folded = ""
     for tile in tiles:
         tile["answered"] = True
@@ -230,9 +260,16 @@ def turn_ended(
         "_turn_ended.html",
         turn=turn,
         answer=answer,
-        error=event.get("error", ""),
+        stopped=stopped,
+        error="" if stopped else event.get("error", ""),
         chat_session_id=chat_session_id,
     )
+
+
+def composer_held(text: str) -> str:
+    """The server refused a message because a turn runs (another tab, the API): the page puts the
+    text back in the composer and sends it when the turn ends."""
+    return '<div id="composer-held" hx-swap-oob="true" hidden data-text="' + escape(text) + '"></div>'
 
 
 def error_bubble(text: str) -> str:

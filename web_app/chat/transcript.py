@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from django.urls import reverse
 
 from chat_app.models import ChatMessage, ChatSession, MessageKind, MessageRole, SessionStatus
-from web_app.chat.fragments import CONTROL_TOOLS, chip_context, tool_line
+from web_app.chat.fragments import CONTROL_TOOLS, chip_context, for_viewer, stopped_label, tool_line
 from web_app.rendering import EstateLinks, render_answer
 from web_app.tree import build_tree, walk
 
@@ -35,11 +35,15 @@ class Turn:
     answer: str = ""
     answered_at: object = None
     error: str = ""
+    stopped: str = ""
     running: bool = False
 
 
-def tile_from_node(node: dict, links: EstateLinks | None = None, audit: bool = False) -> dict:
+def tile_from_node(
+    node: dict, links: EstateLinks | None = None, audit: bool = False, viewer: str = ""
+) -> dict:
     """A worker's tile as it was: its tool calls (from the audit rows) and its result."""
+    stopped = stopped_label(node["status"], node["error"], viewer)
     tools = []
     for entry in node["timeline"]:
         if entry["type"] != "call":
@@ -60,7 +64,8 @@ def tile_from_node(node: dict, links: EstateLinks | None = None, audit: bool = F
         "description": node["description"],
         "status": node["status"],
         "result": render_answer(node["result"], links) if node["result"] else "",
-        "error": node["error"],
+        "error": "" if stopped else node["error"],
+        "stopped": stopped,
         "activity": "",
         "started": node["started_at"].isoformat() if node["started_at"] else "",
         "tools": tools,
@@ -70,12 +75,18 @@ def tile_from_node(node: dict, links: EstateLinks | None = None, audit: bool = F
 
 
 def build_turns(
-    chat: ChatSession, last: int | None = None, *, links: EstateLinks | None = None, audit: bool = False
+    chat: ChatSession,
+    last: int | None = None,
+    *,
+    links: EstateLinks | None = None,
+    audit: bool = False,
+    viewer: str = "",
 ) -> list[Turn]:
     """The chat's turns (the last `last` of them) from the one session tree (`web_app.tree`).
 
     `links`: device links the viewer may follow; `audit`: whether the viewer may open audit pages
-    (then chips and tiles link to their audit records)."""
+    (then chips and tiles link to their audit records); `viewer`: the reader's username, so their
+    own stop reads "Stopped by you"."""
     since = None
     if last is not None:
         asked = ChatMessage.objects.filter(session=chat, role=MessageRole.USER).order_by("-seq")
@@ -87,7 +98,7 @@ def build_turns(
     turns: list[Turn] = []
     entries = tree["timeline"]
     for message in sorted((e for e in entries if e["type"] == "message"), key=lambda e: e["seq"]):
-        _add_message(turns, message, links)
+        _add_message(turns, message, links, viewer)
     if not turns:
         return turns
     starts = [t.at for t in turns]
@@ -112,7 +123,7 @@ def build_turns(
     # call shows as a tile after a reload just as it did live.
     for node in walk(tree):
         if node["id"] != tree["id"]:
-            tile = tile_from_node(node, links, audit)
+            tile = tile_from_node(node, links, audit, viewer)
             owner(node["created_at"]).items.append(Item("tile", node["created_at"], tile))
         for card in node["proposals"]:
             if card["requires_human"]:  # dual-sign cards, with their buttons while they wait
@@ -128,11 +139,15 @@ def build_turns(
     return turns
 
 
-def _add_message(turns: list[Turn], message: dict, links: EstateLinks | None = None) -> None:
+def _add_message(
+    turns: list[Turn], message: dict, links: EstateLinks | None = None, viewer: str = ""
+) -> None:
     if message["role"] == MessageRole.USER:
         turns.append(Turn(message["id"], message["content"], message["at"]))
     elif turns and message["kind"] == MessageKind.NOTE:
         turns[-1].items.append(Item("note", message["at"], message["content"]))
+    elif turns and message["kind"] == MessageKind.STOPPED:
+        turns[-1].stopped = for_viewer(message["content"], viewer)
     elif turns and message["kind"] == MessageKind.ERROR:
         turns[-1].error = message["content"]
     elif (

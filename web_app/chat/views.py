@@ -47,7 +47,10 @@ def chat_page(request: HttpRequest, session_id: int) -> HttpResponse:
     # By last activity (a turn started or ended), newest first; dated in the sidebar.
     sessions = _own_chats(request).order_by("-updated_at", "-pk").only("pk", "title", "updated_at")
     turns = build_turns(
-        chat, links=estate_links(chat.organization_id, request.user), audit=can_audit(request.user)
+        chat,
+        links=estate_links(chat.organization_id, request.user),
+        audit=can_audit(request.user),
+        viewer=request.user.get_username(),
     )
     context = {
         "chat": chat,
@@ -72,7 +75,7 @@ def chat_rename(request: HttpRequest, session_id: int) -> HttpResponse:
 @require_POST
 def chat_delete(request: HttpRequest, session_id: int) -> HttpResponse:
     chat = _own_chat(request, session_id)
-    async_to_sync(get_runtime().stop_session)(chat.pk)
+    async_to_sync(get_runtime().stop_session)(chat.pk, by=request.user.get_username())
     services.delete_chat(chat)
     return redirect("chat-home")
 
@@ -81,7 +84,7 @@ def chat_delete(request: HttpRequest, session_id: int) -> HttpResponse:
 @require_POST
 def chat_stop(request: HttpRequest, session_id: int) -> HttpResponse:
     chat = _own_chat(request, session_id)
-    async_to_sync(get_runtime().stop_session)(chat.pk)
+    async_to_sync(get_runtime().stop_session)(chat.pk, by=request.user.get_username())
     return HttpResponse(status=204)
 
 
@@ -90,5 +93,5 @@ def chat_stop(request: HttpRequest, session_id: int) -> HttpResponse:
 def worker_stop(request: HttpRequest, session_id: int, worker_id: int) -> HttpResponse:
     chat = _own_chat(request, session_id)
     worker = get_object_or_404(ChatSession, pk=worker_id, root_session=chat)
-    async_to_sync(get_runtime().stop_worker)(worker.pk)
+    async_to_sync(get_runtime().stop_worker)(worker.pk, by=request.user.get_username())
     return HttpResponse(status=204)
