@@ -18,12 +18,13 @@ from agents_app.cancel import CancelToken
 from agents_app.catalog import agent_catalog
 from agents_app.kernel import AgentResult, run_agent
 from agents_app.llm import get_provider
+from agents_app.org_tools import organization_tools
 from agents_app.personas import COORDINATOR, REVIEWER, Persona
 from agents_app.publishing import KernelSink, Listener, Publisher
 from agents_app.redirect_stubs import STUBS
 from agents_app.registry import aget_registry, get_skill_registry
 from agents_app.toolbag import build_toolbag
-from agents_app.tools.base import Tool, ToolContext, ToolError, load_builtin_tools
+from agents_app.tools.base import Tool, ToolContext, ToolError
 from audit_app.recorder import record_llm_call
 from chat_app import services
 from chat_app.models import ChatMessage, ChatSession, MessageKind, MessageRole, SessionStatus
@@ -104,7 +105,8 @@ class Runtime:
             user_id=session.user_id,
             persona_name=COORDINATOR,
         )
-        tools = self._coordinator_tools(persona, session, publisher, [p.name for p in specialists])
+        available = await organization_tools(session.organization_id)
+        tools = self._coordinator_tools(persona, session, publisher, [p.name for p in specialists], available)
         messages = await services.ahistory(session.pk, HISTORY_LIMIT)
         result = await run_agent(
             persona=persona,
@@ -182,7 +184,7 @@ class Runtime:
         persona = (await aget_registry(parent.organization_id)).by_name(REVIEWER)
         if persona is None:
             raise RuntimeError("No reviewer persona is loaded.")
-        bag = build_toolbag(persona, load_builtin_tools(), coordinator=False)
+        bag = build_toolbag(persona, await organization_tools(parent.organization_id), coordinator=False)
         tools = [t for t in bag if t.tool_class == "read"]
         return await self._run_worker(parent, persona, description, prompt, publisher, tool_call_id, tools)
 
@@ -243,7 +245,8 @@ class Runtime:
             persona_name=persona.name,
         )
         if tools is None:
-            tools = build_toolbag(persona, load_builtin_tools(), coordinator=False)
+            available = await organization_tools(worker.organization_id)
+            tools = build_toolbag(persona, available, coordinator=False)
         result = await run_agent(
             persona=persona,
             messages=[{"role": "user", "content": prompt}],
@@ -335,9 +338,11 @@ class Runtime:
                 tool_call_id=message.get("tool_call_id", ""),
             )
 
-    def _coordinator_tools(self, persona, session, publisher, specialists: list[str]) -> list[Tool]:
+    def _coordinator_tools(
+        self, persona, session, publisher, specialists: list[str], available: dict[str, Tool]
+    ) -> list[Tool]:
         control = {t.name: t for t in self._control_tools(session, publisher, specialists)}
-        bag = build_toolbag(persona, {**load_builtin_tools(), **control}, coordinator=True)
+        bag = build_toolbag(persona, {**available, **control}, coordinator=True)
         present = {t.name for t in bag}
         bag += [control_tools.stub_tool(stub) for stub in STUBS if stub.name not in present]
         return bag

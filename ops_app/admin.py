@@ -8,6 +8,7 @@ from django.utils.cache import add_never_cache_headers
 
 from ops_app import (
     admin_tenancy,  # noqa: F401 - registers organizations, memberships, users
+    datasources,
     devices,
     knowledge,
 )
@@ -18,6 +19,7 @@ from ops_app.models import (
     AlertRule,
     ApiToken,
     ChangeEvent,
+    DataSource,
     Device,
     Incident,
     KnowledgeDocument,
@@ -359,3 +361,69 @@ class KnowledgeDocumentAdmin(TenantScopedAdmin):
         if not obj.is_indexed:
             document_id = obj.pk
             transaction.on_commit(lambda: index_knowledge_document.delay(document_id))
+
+
+# --- integrations -----------------------------------------------------------------------------
+
+
+class DataSourceForm(forms.ModelForm):
+    """Secrets (the token or password, the custom headers) are write-only `SecretFormField`s."""
+
+    url = forms.URLField(
+        max_length=500, assume_scheme="http", help_text=DataSource._meta.get_field("url").help_text
+    )
+
+    class Meta:
+        model = DataSource
+        fields = [
+            "organization",
+            "name",
+            "kind",
+            "url",
+            "is_default",
+            "auth",
+            "username",
+            "secret",
+            "custom_headers",
+            "verify_tls",
+            "ca_bundle",
+            "timeout",
+        ]
+
+    def clean(self) -> dict:
+        data = super().clean()
+        organization = data.get("organization") or getattr(self, "organization", None)
+        name = data.get("name")
+        clash = DataSource.objects.filter(organization=organization, name=name).exclude(pk=self.instance.pk)
+        if organization is not None and name and clash.exists():
+            raise forms.ValidationError({"name": "Another data source of this organization has this name."})
+        return data
+
+
+@admin.register(DataSource)
+class DataSourceAdmin(TenantScopedAdmin):
+    form = DataSourceForm
+    list_display = ("name", "kind", "url", "is_default", "auth", "verify_tls", "updated_at")
+    list_filter = ("kind", "auth")
+    search_fields = ("name", "url")
+    actions = ["test_connection"]
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change=change, **kwargs)
+        form.organization = organization_of(request.user)  # for the duplicate-name check
+        return form
+
+    def save_model(self, request, obj, form, change):
+        if not request.user.is_superuser:
+            obj.organization = organization_of(request.user)
+        datasources.save_data_source(obj)
+
+    @admin.action(description="Test connection", permissions=["view"])
+    def test_connection(self, request, queryset):
+        for source in queryset:
+            answer = datasources.check_connection(source)
+            level = messages.SUCCESS if answer.ok else messages.ERROR
+            verdict = "answers" if answer.ok else "FAILED"
+            summary = " | ".join(answer.lines)
+            label = f"{source.name} ({source.get_kind_display()})"
+            self.message_user(request, f"{label} {verdict}: {summary}", level)

@@ -462,3 +462,59 @@ class KnowledgePassage(TenantModel):
 
     def __str__(self) -> str:
         return f"{self.document_id}#{self.position} {self.heading}"
+
+
+class DataSource(TenantModel):
+    """One telemetry back end of an organization (docs/integrations.md): a Prometheus, Loki, Tempo
+    or Alertmanager the agents' tools query. Several per kind are allowed; one per kind is the
+    default the tools use when the model names none. Credentials are encrypted at rest."""
+
+    class Kind(models.TextChoices):
+        PROMETHEUS = "prometheus", "Prometheus"
+        LOKI = "loki", "Loki"
+        TEMPO = "tempo", "Tempo"
+        ALERTMANAGER = "alertmanager", "Alertmanager"
+
+    class Auth(models.TextChoices):
+        NONE = "none", "None"
+        BEARER = "bearer", "Bearer token"
+        BASIC = "basic", "Basic (user name and password)"
+        HEADERS = "headers", "Custom headers"
+
+    name = models.SlugField(
+        max_length=60, help_text="How agents name it (the tools' `datasource` argument), e.g. prod-eu."
+    )
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    url = models.URLField(max_length=500, help_text="Base URL, e.g. http://prometheus:9090")
+    auth = models.CharField(max_length=10, choices=Auth.choices, default=Auth.NONE)
+    username = models.CharField(max_length=200, blank=True, help_text="Basic authentication only.")
+    secret = EncryptedTextField(blank=True, help_text="The bearer token or the basic-auth password.")
+    custom_headers = EncryptedTextField(
+        blank=True, help_text="Custom headers only: one `Name: value` per line (e.g. X-Scope-OrgID: team-a)."
+    )
+    verify_tls = models.BooleanField(default=True, help_text="Check the server's TLS certificate.")
+    ca_bundle = models.TextField(blank=True, help_text="PEM certificates to trust (a private CA).")
+    timeout = models.FloatField(default=10.0, help_text="Seconds per request.")
+    is_default = models.BooleanField(default=False, help_text="The one the tools use when none is named.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["kind", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["organization", "name"], name="datasource_org_name_unique"),
+            models.UniqueConstraint(
+                fields=["organization", "kind"],
+                condition=models.Q(is_default=True),
+                name="datasource_one_default_per_kind",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.get_kind_display()})"
+
+    def clean(self) -> None:
+        if self.timeout is not None and not 0.5 <= self.timeout <= 300:
+            raise ValidationError({"timeout": "Between 0.5 and 300 seconds."})
+        if self.auth == self.Auth.BASIC and not self.username:
+            raise ValidationError({"username": "Basic authentication needs a user name."})
