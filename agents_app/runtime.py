@@ -10,6 +10,7 @@ cancellation included (docs/runtime.md, "Worker lifecycle"). Events leave throug
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from dataclasses import dataclass
 
@@ -17,7 +18,7 @@ from agents_app import control_tools
 from agents_app.cancel import CancelToken
 from agents_app.catalog import agent_catalog
 from agents_app.kernel import AgentResult, run_agent
-from agents_app.llm import get_provider
+from agents_app.llm import aget_provider
 from agents_app.org_tools import organization_tools
 from agents_app.personas import COORDINATOR, REVIEWER, Persona
 from agents_app.publishing import KernelSink, Listener, Publisher
@@ -108,18 +109,19 @@ class Runtime:
         available = await organization_tools(session.organization_id)
         tools = self._coordinator_tools(persona, session, publisher, [p.name for p in specialists], available)
         messages = await services.ahistory(session.pk, HISTORY_LIMIT)
+        provider = await aget_provider(persona.model, session.organization_id)
         result = await run_agent(
             persona=persona,
             messages=messages,
             tools=tools,
             ctx=ctx,
-            provider=get_provider(persona.model),
+            provider=provider,
             sink=KernelSink(publisher, session.pk, is_worker=False),
             cancel=token,
             skills=self._skills(persona),
             catalog=catalog,
             model=persona.model,
-            recorder=record_llm_call,
+            recorder=_recorder_for(provider),
         )
         await self._persist(session.pk, result.new_messages)
         return result
@@ -214,9 +216,15 @@ class Runtime:
         token = self._register(worker.pk, publisher.root_session_id)
         outcome = WorkerOutcome(worker.pk, SessionStatus.FAILED, "", "The worker ended unexpectedly.")
         try:
+            # The organization's tools and endpoint are looked up before the worker shows as
+            # running, so a stop that follows "running" finds it at its first step.
+            if tools is None:
+                available = await organization_tools(worker.organization_id)
+                tools = build_toolbag(persona, available, coordinator=False)
+            provider = await aget_provider(persona.model, worker.organization_id)
             await services.amark_running(worker.pk)
             await publisher.publish({"event": "worker.status", "session": worker.pk, "status": "running"})
-            outcome = await self._drive_worker(worker, persona, prompt, publisher, token, tools)
+            outcome = await self._drive_worker(worker, persona, prompt, publisher, token, tools, provider)
         except asyncio.CancelledError:
             outcome = WorkerOutcome(worker.pk, SessionStatus.KILLED, "", "Cancelled.")
             raise
@@ -237,27 +245,26 @@ class Runtime:
             )
         return outcome
 
-    async def _drive_worker(self, worker, persona, prompt, publisher, token, tools=None) -> WorkerOutcome:
+    async def _drive_worker(
+        self, worker, persona, prompt, publisher, token, tools, provider
+    ) -> WorkerOutcome:
         ctx = ToolContext(
             organization_id=worker.organization_id,
             session_id=worker.pk,
             user_id=worker.user_id,
             persona_name=persona.name,
         )
-        if tools is None:
-            available = await organization_tools(worker.organization_id)
-            tools = build_toolbag(persona, available, coordinator=False)
         result = await run_agent(
             persona=persona,
             messages=[{"role": "user", "content": prompt}],
             tools=tools,
             ctx=ctx,
-            provider=get_provider(persona.model),
+            provider=provider,
             sink=KernelSink(publisher, worker.pk, is_worker=True),
             cancel=token,
             skills=self._skills(persona),
             model=persona.model,
-            recorder=record_llm_call,
+            recorder=_recorder_for(provider),
         )
         await self._persist(worker.pk, result.new_messages)
         status = {
@@ -355,6 +362,11 @@ class Runtime:
             control_tools.send_message_tool(session, publisher),
             control_tools.task_stop_tool(self, session),
         ]
+
+
+def _recorder_for(provider):
+    """The LLM-call recorder, stamping the organization's endpoint (if any) on every row."""
+    return functools.partial(record_llm_call, endpoint=getattr(provider, "endpoint", ""))
 
 
 async def _stop_flagged(ids: list[int]) -> list[int]:

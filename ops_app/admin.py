@@ -11,6 +11,7 @@ from ops_app import (
     datasources,
     devices,
     knowledge,
+    llm_endpoints,
 )
 from ops_app.admin_mixins import TenantScopedAdmin
 from ops_app.models import (
@@ -23,6 +24,7 @@ from ops_app.models import (
     Device,
     Incident,
     KnowledgeDocument,
+    LLMEndpoint,
     TopologyEdge,
     TopologyNode,
 )
@@ -427,3 +429,68 @@ class DataSourceAdmin(TenantScopedAdmin):
             summary = " | ".join(answer.lines)
             label = f"{source.name} ({source.get_kind_display()})"
             self.message_user(request, f"{label} {verdict}: {summary}", level)
+
+
+class LLMEndpointForm(forms.ModelForm):
+    base_url = forms.URLField(
+        max_length=500,
+        required=False,
+        assume_scheme="http",
+        help_text=LLMEndpoint._meta.get_field("base_url").help_text,
+    )
+
+    class Meta:
+        model = LLMEndpoint
+        fields = [
+            "organization",
+            "name",
+            "base_url",
+            "api_key",
+            "default_model",
+            "timeout",
+            "max_retries",
+            "is_default",
+        ]
+
+    def clean(self) -> dict:
+        data = super().clean()
+        organization = data.get("organization") or getattr(self, "organization", None)
+        name = data.get("name")
+        clash = LLMEndpoint.objects.filter(organization=organization, name=name).exclude(pk=self.instance.pk)
+        if organization is not None and name and clash.exists():
+            raise forms.ValidationError({"name": "Another endpoint of this organization has this name."})
+        return data
+
+
+@admin.register(LLMEndpoint)
+class LLMEndpointAdmin(TenantScopedAdmin):
+    form = LLMEndpointForm
+    list_display = ("name", "base_url", "default_model", "is_default", "timeout", "max_retries", "updated_at")
+    search_fields = ("name", "base_url", "default_model")
+    actions = ["test_endpoint"]
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change=change, **kwargs)
+        form.organization = organization_of(request.user)  # for the duplicate-name check
+        return form
+
+    def save_model(self, request, obj, form, change):
+        if not request.user.is_superuser:
+            obj.organization = organization_of(request.user)
+        llm_endpoints.save_llm_endpoint(obj)
+
+    @admin.action(description="Test (list the models it serves)", permissions=["view"])
+    def test_endpoint(self, request, queryset):
+        for endpoint in queryset:
+            listing = llm_endpoints.list_models(endpoint)
+            if listing.ok:
+                served = ", ".join(listing.models) or "none"
+                has_default = endpoint.default_model in listing.models
+                note = (
+                    ""
+                    if has_default
+                    else f" (the default model {endpoint.default_model!r} is not among them)"
+                )
+                self.message_user(request, f"{endpoint.name} serves: {served}{note}", messages.SUCCESS)
+            else:
+                self.message_user(request, f"{endpoint.name} FAILED: {listing.error}", messages.ERROR)

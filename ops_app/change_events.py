@@ -57,6 +57,7 @@ TRACKED_MODELS = {
     "ops_app.TopologyEdge": "topology_edge",
     "ops_app.AlertmanagerReceiver": "alertmanager_receiver",
     "ops_app.DataSource": "data_source",
+    "ops_app.LLMEndpoint": "llm_endpoint",
     "agents_app.UserAgent": "user_agent",
 }
 

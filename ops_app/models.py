@@ -518,3 +518,42 @@ class DataSource(TenantModel):
             raise ValidationError({"timeout": "Between 0.5 and 300 seconds."})
         if self.auth == self.Auth.BASIC and not self.username:
             raise ValidationError({"username": "Basic authentication needs a user name."})
+
+
+class LLMEndpoint(TenantModel):
+    """An organization's own OpenAI-compatible model endpoint (OpenAI, Azure OpenAI, Ollama, vLLM, a
+    LiteLLM proxy...). The default one serves every agent of the organization; a persona's `model`
+    still overrides the model name. Without one, the deployment's environment is used."""
+
+    name = models.SlugField(max_length=60, help_text="Shown in the audit pages' usage per endpoint.")
+    base_url = models.URLField(
+        max_length=500, blank=True, help_text="e.g. http://ollama:11434/v1; blank for the OpenAI API."
+    )
+    api_key = EncryptedTextField(blank=True, help_text="Encrypted at rest, never shown again.")
+    default_model = models.CharField(max_length=200, help_text="Used unless a persona names its own model.")
+    timeout = models.FloatField(default=60.0, help_text="Seconds per request.")
+    max_retries = models.PositiveSmallIntegerField(
+        default=3, help_text="Retries of 429 / 5xx / broken connections."
+    )
+    is_default = models.BooleanField(default=True, help_text="The endpoint the organization's agents use.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = "LLM endpoint"
+        constraints = [
+            models.UniqueConstraint(fields=["organization", "name"], name="llmendpoint_org_name_unique"),
+            models.UniqueConstraint(
+                fields=["organization"], condition=models.Q(is_default=True), name="llmendpoint_one_default"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        if self.timeout is not None and not 1 <= self.timeout <= 600:
+            raise ValidationError({"timeout": "Between 1 and 600 seconds."})
+        if self.max_retries is not None and self.max_retries > 10:
+            raise ValidationError({"max_retries": "At most 10."})

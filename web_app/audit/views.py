@@ -14,7 +14,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, render
 
 from audit_app import queries
-from web_app.tree import build_tree, call_detail, tree_totals
+from web_app.tree import build_tree, call_detail, tree_totals, walk
 
 
 def auditor_required(view):
@@ -63,7 +63,8 @@ def session_print(request: HttpRequest, session_id: int) -> HttpResponse:
 def _tree_context(request: HttpRequest, session_id: int) -> dict:
     session = get_object_or_404(queries.audit_sessions(request.user), pk=session_id)
     tree = build_tree(session)
-    return {"tree": tree, "totals": tree_totals(tree), "focus": session.pk}
+    endpoints = queries.llm_usage_by_endpoint([node["id"] for node in walk(tree)])
+    return {"tree": tree, "totals": tree_totals(tree), "endpoints": endpoints, "focus": session.pk}
 
 
 @auditor_required
