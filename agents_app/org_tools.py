@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from agents_app.mcp_tools import organization_mcp_tools
 from agents_app.tools.base import Tool, load_builtin_tools
 from ops_app import datasources
 from ops_app.models import DataSource
@@ -40,4 +41,6 @@ async def organization_tools(organization_id: int) -> dict[str, Tool]:
     for name, kind in DATASOURCE_TOOLS.items():
         if name in available:
             available[name] = with_data_sources(available[name], names.get(kind, []))
+    for name, tool in (await organization_mcp_tools(organization_id)).items():
+        available.setdefault(name, tool)  # a built-in name always wins
     return available

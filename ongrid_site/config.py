@@ -70,6 +70,8 @@ class Config:
     restartable_services: tuple[str, ...] = ("nginx", "apache2", "haproxy")
     # The Ongrid host itself as a device (transport "local"): off unless the operator says so.
     allow_local_device: bool = False
+    # MCP servers over stdio run a command on the Ongrid host: platform staff opt in.
+    mcp_allow_stdio: bool = False
     # Fernet keys for secrets at rest: the first encrypts, all decrypt (ops_app.encryption).
     encryption_keys: tuple[str, ...] = ()
     encryption_keys_derived: bool = False  # True: no ONGRID_ENCRYPTION_KEYS, derived from SECRET_KEY
@@ -295,6 +297,7 @@ def load(env: Mapping[str, str] | None = None) -> Config:
         approval_timeout=_number(env, "ONGRID_APPROVAL_TIMEOUT", 300.0, float, 1),
         restartable_services=tuple(_list(env, "ONGRID_RESTARTABLE_SERVICES", "nginx,apache2,haproxy")),
         allow_local_device=_flag(env, "ONGRID_ALLOW_LOCAL_DEVICE"),
+        mcp_allow_stdio=_flag(env, "ONGRID_MCP_ALLOW_STDIO"),
         encryption_keys=encryption_keys,
         encryption_keys_derived=keys_derived,
         https=_flag(env, "ONGRID_HTTPS", default=not debug),

@@ -1,3 +1,5 @@
+import json
+
 from django import forms
 from django.contrib import admin, messages
 from django.db import transaction
@@ -5,6 +7,7 @@ from django.db.models import Count
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.cache import add_never_cache_headers
+from django.utils.html import format_html
 
 from ops_app import (
     admin_tenancy,  # noqa: F401 - registers organizations, memberships, users
@@ -12,6 +15,7 @@ from ops_app import (
     devices,
     knowledge,
     llm_endpoints,
+    mcp_servers,
 )
 from ops_app.admin_mixins import TenantScopedAdmin
 from ops_app.models import (
@@ -25,6 +29,8 @@ from ops_app.models import (
     Incident,
     KnowledgeDocument,
     LLMEndpoint,
+    McpServer,
+    McpTool,
     TopologyEdge,
     TopologyNode,
 )
@@ -494,3 +500,75 @@ class LLMEndpointAdmin(TenantScopedAdmin):
                 self.message_user(request, f"{endpoint.name} serves: {served}{note}", messages.SUCCESS)
             else:
                 self.message_user(request, f"{endpoint.name} FAILED: {listing.error}", messages.ERROR)
+
+
+class McpToolInline(admin.TabularInline):
+    """Discovered tools: only their class is the admin's to set (write until marked read)."""
+
+    model = McpTool
+    extra = 0
+    can_delete = False
+    fields = ("name", "tool_class", "description", "schema")
+    readonly_fields = ("name", "description", "schema")
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    @admin.display(description="input schema")
+    def schema(self, obj: McpTool) -> str:
+        return format_html("<pre>{}</pre>", json.dumps(obj.input_schema, indent=2, ensure_ascii=False))
+
+
+class McpServerForm(forms.ModelForm):
+    url = forms.URLField(max_length=500, required=False, assume_scheme="http")
+
+    class Meta:
+        model = McpServer
+        fields = ["organization", "name", "transport", "url", "command", "headers", "timeout", "enabled"]
+
+    def clean(self) -> dict:
+        data = super().clean()
+        organization = data.get("organization") or getattr(self, "organization", None)
+        name = data.get("name")
+        clash = McpServer.objects.filter(organization=organization, name=name).exclude(pk=self.instance.pk)
+        if organization is not None and name and clash.exists():
+            raise forms.ValidationError({"name": "Another MCP server of this organization has this name."})
+        return data
+
+
+@admin.register(McpServer)
+class McpServerAdmin(TenantScopedAdmin):
+    form = McpServerForm
+    inlines = [McpToolInline]
+    list_display = ("name", "transport", "url", "enabled", "tool_count", "discovered_at", "discovery_error")
+    list_filter = ("transport", "enabled")
+    search_fields = ("name", "url")
+    readonly_fields = ("discovered_at", "discovery_error")
+    actions = ["discover"]
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change=change, **kwargs)
+        form.organization = organization_of(request.user)  # for the duplicate-name check
+        return form
+
+    @admin.display(description="tools")
+    def tool_count(self, obj: McpServer) -> int:
+        return obj.tools.count()
+
+    def save_related(self, request, form, formsets, change):
+        super().save_related(request, form, formsets, change)
+        if form.instance.enabled:
+            self._report(request, form.instance, mcp_servers.discover_tools(form.instance))
+
+    @admin.action(description="Discover tools now", permissions=["change"])
+    def discover(self, request, queryset):
+        for server in queryset:
+            self._report(request, server, mcp_servers.discover_tools(server))
+
+    def _report(self, request, server: McpServer, found: mcp_servers.Discovery) -> None:
+        if not found.ok:
+            self.message_user(request, f"{server.name}: discovery failed: {found.error}", messages.ERROR)
+            return
+        added = f"; new (write until marked read): {', '.join(found.added)}" if found.added else ""
+        removed = f"; gone: {', '.join(found.removed)}" if found.removed else ""
+        self.message_user(request, f"{server.name}: {found.total} tools{added}{removed}", messages.SUCCESS)

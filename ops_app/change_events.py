@@ -58,6 +58,8 @@ TRACKED_MODELS = {
     "ops_app.AlertmanagerReceiver": "alertmanager_receiver",
     "ops_app.DataSource": "data_source",
     "ops_app.LLMEndpoint": "llm_endpoint",
+    "ops_app.McpServer": "mcp_server",
+    "ops_app.McpTool": "mcp_tool",
     "agents_app.UserAgent": "user_agent",
 }
 

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.core.validators import RegexValidator
 from django.db import models
 from django.utils import timezone
 
@@ -557,3 +558,81 @@ class LLMEndpoint(TenantModel):
             raise ValidationError({"timeout": "Between 1 and 600 seconds."})
         if self.max_retries is not None and self.max_retries > 10:
             raise ValidationError({"max_retries": "At most 10."})
+
+
+MCP_NAME = RegexValidator(r"^[a-z0-9][a-z0-9-]{0,39}$", "Lower-case letters, digits and dashes (max 40).")
+
+
+class McpServer(TenantModel):
+    """An MCP tool server an organization plugs in (docs/integrations.md). Its tools are discovered
+    on save and on demand, and reach the organization's agents as `mcp__<server>__<tool>`."""
+
+    class Transport(models.TextChoices):
+        STREAMABLE_HTTP = "streamable_http", "Streamable HTTP"
+        SSE = "sse", "SSE (older servers)"
+        STDIO = "stdio", "stdio (a command on the Ongrid host; platform staff only)"
+
+    name = models.CharField(
+        max_length=40, validators=[MCP_NAME], help_text="The `<server>` of the tool names."
+    )
+    transport = models.CharField(max_length=20, choices=Transport.choices, default=Transport.STREAMABLE_HTTP)
+    url = models.URLField(max_length=500, blank=True, help_text="e.g. http://grafana-mcp:8000/mcp")
+    command = models.CharField(
+        max_length=500, blank=True, help_text="stdio only: the command line that starts the server."
+    )
+    headers = EncryptedTextField(
+        blank=True, help_text="HTTP headers, one `Name: value` per line (e.g. Authorization: Bearer ...)."
+    )
+    timeout = models.FloatField(default=30.0, help_text="Seconds per tool call.")
+    enabled = models.BooleanField(default=True)
+    discovered_at = models.DateTimeField(null=True, blank=True, editable=False)
+    discovery_error = models.TextField(blank=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = "MCP server"
+        constraints = [
+            models.UniqueConstraint(fields=["organization", "name"], name="mcpserver_org_name_unique")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        if self.transport == self.Transport.STDIO:
+            if not settings.CONFIG.mcp_allow_stdio:
+                raise ValidationError(
+                    {"transport": "stdio servers are disabled on this Ongrid (ONGRID_MCP_ALLOW_STDIO)."}
+                )
+            if not self.command.strip():
+                raise ValidationError({"command": "A stdio server needs its command."})
+        elif not self.url:
+            raise ValidationError({"url": "This transport needs the server's URL."})
+        if self.timeout is not None and not 1 <= self.timeout <= 600:
+            raise ValidationError({"timeout": "Between 1 and 600 seconds."})
+
+
+class McpTool(TenantModel):
+    """One tool an MCP server offers, as last discovered. Its class is the admin's decision: every
+    tool is a write (reviewed before it runs) until an admin marks it read."""
+
+    class ToolClass(models.TextChoices):
+        READ = "read", "read"
+        WRITE = "write", "write (reviewed before it runs)"
+
+    server = models.ForeignKey(McpServer, on_delete=models.CASCADE, related_name="tools")
+    name = models.CharField(max_length=200, editable=False)
+    description = models.TextField(blank=True, editable=False)
+    input_schema = models.JSONField(default=dict, blank=True, editable=False)
+    tool_class = models.CharField(max_length=10, choices=ToolClass.choices, default=ToolClass.WRITE)
+    discovered_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        ordering = ["server", "name"]
+        verbose_name = "MCP tool"
+        constraints = [models.UniqueConstraint(fields=["server", "name"], name="mcptool_server_name_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.server.name}/{self.name}"

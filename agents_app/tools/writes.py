@@ -9,6 +9,7 @@ far a mistake would reach. Every write tool takes a `reason`: the evidence the r
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 from collections.abc import Callable
 
@@ -17,6 +18,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 
 from agents_app.hosts.transport import Script
+from agents_app.tool_names import MCP_PREFIX
 from agents_app.tools.base import ToolContext, ToolError, tool
 from agents_app.tools.hosts import device_and_transport, run_with
 from ops_app import datasources, incidents
@@ -53,9 +55,22 @@ def describe_change(tool_name: str, arguments: dict) -> dict:
     tool added later is still reviewed.
     """
     describer = DESCRIBERS.get(tool_name)
+    if describer is None and tool_name.startswith(MCP_PREFIX):
+        return _describe_mcp(tool_name, arguments)
     if describer is None:
         return {"action": tool_name, "target": "", "blast_radius": "tenant_wide"}
     return describer(arguments)
+
+
+def _describe_mcp(tool_name: str, arguments: dict) -> dict:
+    """An MCP write: Ongrid cannot know what it touches, so it is judged as tenant-wide."""
+    server, _, remote = tool_name.removeprefix(MCP_PREFIX).partition("__")
+    shown = json.dumps({k: v for k, v in arguments.items() if k != "reason"}, ensure_ascii=False, default=str)
+    return {
+        "action": f"MCP tool {remote or tool_name} on server {server}",
+        "target": shown if len(shown) <= 300 else shown[:299] + "…",
+        "blast_radius": "tenant_wide",
+    }
 
 
 def _actor(ctx: ToolContext) -> Actor:
