@@ -248,3 +248,16 @@ async def test_a_server_that_disappears_mid_turn_is_a_tool_error_and_the_turn_co
     assert seen[0] == "widget w-1 is green (3 replicas ready)"
     assert seen[1].startswith("Error: the MCP server 'widgets' is unavailable")
     assert (await AuditLog.objects.aget(tool_call_id="m2")).status == "error"
+
+
+def test_stdio_servers_need_the_platform_setting(org, settings):
+    import dataclasses
+
+    from django.core.exceptions import ValidationError
+
+    server = McpServer(organization=org, name="local", transport="stdio", command="widgets-mcp --stdio")
+    settings.CONFIG = dataclasses.replace(settings.CONFIG, mcp_allow_stdio=False)
+    with pytest.raises(ValidationError, match="ONGRID_MCP_ALLOW_STDIO"):
+        server.full_clean()
+    settings.CONFIG = dataclasses.replace(settings.CONFIG, mcp_allow_stdio=True)
+    server.full_clean()  # allowed once platform staff turn it on
