@@ -152,7 +152,10 @@ async def _check_caller(tool: Tool, ctx: ToolContext) -> tuple[str, str]:
         return f"unknown persona {ctx.persona_name!r}", ""
     if persona.permission_mode == "read-only":
         return f"persona {persona.name!r} is read-only and may not call {tool.name}", persona.permission_mode
-    bag = build_toolbag(persona, load_builtin_tools(), coordinator=persona.name == COORDINATOR)
+    # The called tool itself is added: organization tools (MCP) are not built-ins, and the
+    # persona's own lists still decide whether it may have it.
+    available = {**load_builtin_tools(), tool.name: tool}
+    bag = build_toolbag(persona, available, coordinator=persona.name == COORDINATOR)
     if tool.name not in {t.name for t in bag}:
         return f"{tool.name} is not among the tools of persona {persona.name!r}", persona.permission_mode
     return "", persona.permission_mode

@@ -10,6 +10,7 @@ cancellation included (docs/runtime.md, "Worker lifecycle"). Events leave throug
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from dataclasses import dataclass
 
@@ -19,13 +20,14 @@ from agents_app import control_tools
 from agents_app.cancel import CancelToken
 from agents_app.catalog import agent_catalog
 from agents_app.kernel import AgentResult, run_agent
-from agents_app.llm import get_provider
+from agents_app.llm import aget_provider
+from agents_app.org_tools import organization_tools
 from agents_app.personas import COORDINATOR, REVIEWER, Persona
 from agents_app.publishing import KernelSink, Listener, Publisher
 from agents_app.redirect_stubs import STUBS
 from agents_app.registry import aget_registry, get_skill_registry
 from agents_app.toolbag import build_toolbag
-from agents_app.tools.base import Tool, ToolContext, ToolError, load_builtin_tools
+from agents_app.tools.base import Tool, ToolContext, ToolError
 from audit_app.recorder import record_llm_call
 from chat_app import services
 from chat_app.models import ChatMessage, ChatSession, MessageKind, MessageRole, SessionKind, SessionStatus
@@ -103,19 +105,22 @@ class Runtime:
         self, session: ChatSession, publisher: Publisher, token: CancelToken, extra_tools: list[Tool] | None
     ) -> AgentResult:
         registry = await aget_registry(session.organization_id)
+        available = await organization_tools(session.organization_id)
         if session.kind == SessionKind.INVESTIGATION and session.parent_session_id is None:
             persona = registry.by_name(session.agent_id)
             if persona is None:
                 raise RuntimeError(f"No persona named {session.agent_id!r} is loaded.")
             catalog = None
-            tools = build_toolbag(persona, load_builtin_tools(), coordinator=False) + list(extra_tools or [])
+            tools = build_toolbag(persona, available, coordinator=False) + list(extra_tools or [])
         else:
             persona = registry.by_name(COORDINATOR)
             if persona is None:
                 raise RuntimeError("No coordinator persona named 'default' is loaded.")
             specialists = [p for p in registry.all() if p.name not in NOT_DISPATCHABLE]
             catalog = agent_catalog(specialists)
-            tools = self._coordinator_tools(persona, session, publisher, [p.name for p in specialists])
+            tools = self._coordinator_tools(
+                persona, session, publisher, [p.name for p in specialists], available
+            )
         ctx = ToolContext(
             organization_id=session.organization_id,
             session_id=session.pk,
@@ -123,18 +128,19 @@ class Runtime:
             persona_name=persona.name,
         )
         messages = await services.ahistory(session.pk, HISTORY_LIMIT)
+        provider = await aget_provider(persona.model, session.organization_id)
         result = await run_agent(
             persona=persona,
             messages=messages,
             tools=tools,
             ctx=ctx,
-            provider=get_provider(persona.model),
+            provider=provider,
             sink=KernelSink(publisher, session.pk, is_worker=False),
             cancel=token,
             skills=self._skills(persona),
             catalog=catalog,
             model=persona.model,
-            recorder=record_llm_call,
+            recorder=_recorder_for(provider),
         )
         await self._persist(session.pk, result.new_messages)
         return result
@@ -209,7 +215,7 @@ class Runtime:
         persona = (await aget_registry(parent.organization_id)).by_name(REVIEWER)
         if persona is None:
             raise RuntimeError("No reviewer persona is loaded.")
-        bag = build_toolbag(persona, load_builtin_tools(), coordinator=False)
+        bag = build_toolbag(persona, await organization_tools(parent.organization_id), coordinator=False)
         tools = [t for t in bag if t.tool_class == "read"]
         return await self._run_worker(parent, persona, description, prompt, publisher, tool_call_id, tools)
 
@@ -239,9 +245,15 @@ class Runtime:
         token = self._register(worker.pk, publisher.root_session_id)
         outcome = WorkerOutcome(worker.pk, SessionStatus.FAILED, "", "The worker ended unexpectedly.")
         try:
+            # The organization's tools and endpoint are looked up before the worker shows as
+            # running, so a stop that follows "running" finds it at its first step.
+            if tools is None:
+                available = await organization_tools(worker.organization_id)
+                tools = build_toolbag(persona, available, coordinator=False)
+            provider = await aget_provider(persona.model, worker.organization_id)
             await services.amark_running(worker.pk)
             await publisher.publish({"event": "worker.status", "session": worker.pk, "status": "running"})
-            outcome = await self._drive_worker(worker, persona, prompt, publisher, token, tools)
+            outcome = await self._drive_worker(worker, persona, prompt, publisher, token, tools, provider)
         except asyncio.CancelledError:  # the coordinator's own stop cancelled the dispatch
             reason = token.reason or self._stop_reason_of(publisher.root_session_id) or "Cancelled."
             outcome = WorkerOutcome(worker.pk, SessionStatus.KILLED, "", reason)
@@ -263,26 +275,26 @@ class Runtime:
             )
         return outcome
 
-    async def _drive_worker(self, worker, persona, prompt, publisher, token, tools=None) -> WorkerOutcome:
+    async def _drive_worker(
+        self, worker, persona, prompt, publisher, token, tools, provider
+    ) -> WorkerOutcome:
         ctx = ToolContext(
             organization_id=worker.organization_id,
             session_id=worker.pk,
             user_id=worker.user_id,
             persona_name=persona.name,
         )
-        if tools is None:
-            tools = build_toolbag(persona, load_builtin_tools(), coordinator=False)
         result = await run_agent(
             persona=persona,
             messages=[{"role": "user", "content": prompt}],
             tools=tools,
             ctx=ctx,
-            provider=get_provider(persona.model),
+            provider=provider,
             sink=KernelSink(publisher, worker.pk, is_worker=True),
             cancel=token,
             skills=self._skills(persona),
             model=persona.model,
-            recorder=record_llm_call,
+            recorder=_recorder_for(provider),
         )
         await self._persist(worker.pk, result.new_messages)
         status = {
@@ -418,9 +430,11 @@ class Runtime:
                 tool_call_id=message.get("tool_call_id", ""),
             )
 
-    def _coordinator_tools(self, persona, session, publisher, specialists: list[str]) -> list[Tool]:
+    def _coordinator_tools(
+        self, persona, session, publisher, specialists: list[str], available: dict[str, Tool]
+    ) -> list[Tool]:
         control = {t.name: t for t in self._control_tools(session, publisher, specialists)}
-        bag = build_toolbag(persona, {**load_builtin_tools(), **control}, coordinator=True)
+        bag = build_toolbag(persona, {**available, **control}, coordinator=True)
         present = {t.name for t in bag}
         bag += [control_tools.stub_tool(stub) for stub in STUBS if stub.name not in present]
         return bag
@@ -433,6 +447,11 @@ class Runtime:
             control_tools.send_message_tool(session, publisher),
             control_tools.task_stop_tool(self, session),
         ]
+
+
+def _recorder_for(provider):
+    """The LLM-call recorder, stamping the organization's endpoint (if any) on every row."""
+    return functools.partial(record_llm_call, endpoint=getattr(provider, "endpoint", ""))
 
 
 async def _stop_flagged(ids: list[int]) -> list[tuple[int, str]]:

@@ -45,6 +45,10 @@ WRITE_TOOLS: tuple[str, ...] = (
 CONTROL_TOOLS: tuple[str, ...] = ("AgentTool", "SendMessage", "TaskStop")
 
 KNOWN_TOOLS: frozenset[str] = frozenset(READ_TOOLS + WRITE_TOOLS + CONTROL_TOOLS)
+# Tools of an organization's MCP servers (docs/integrations.md): `mcp__<server>__<tool>`. They are
+# discovered at run time, per organization, so any such name or pattern is accepted here; the
+# toolbag keeps the ones the organization actually has.
+MCP_PREFIX = "mcp__"
 
 
 def is_pattern(name: str) -> bool:
@@ -67,6 +71,8 @@ def unknown_tools(names: Iterable[str], *, allow_unmatched_patterns: bool = Fals
     """
     bad = []
     for name in names:
+        if name.startswith(MCP_PREFIX) and len(name) > len(MCP_PREFIX):
+            continue
         if is_pattern(name):
             if not allow_unmatched_patterns and not expand(name):
                 bad.append(name)

@@ -77,6 +77,9 @@ class LLMCall(AppendOnlyModel, TenantModel):
     )
     persona = models.CharField(max_length=100, blank=True)
     provider = models.CharField(max_length=40)
+    # The organization's LLM endpoint by name ("" = the deployment's environment), kept as text:
+    # evidence outlives a deleted endpoint.
+    endpoint = models.CharField(max_length=60, blank=True, default="")
     model = models.CharField(max_length=200)
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)

@@ -224,6 +224,34 @@ def llm_usage_by_session(session_ids: list[int]) -> dict[int, dict[str, dict[str
     return usage
 
 
+def llm_usage_by_endpoint(session_ids: list[int]) -> list[dict]:
+    """[{endpoint, calls, prompt, completion, cost}] over the sessions, one per LLM endpoint ("" is
+    the deployment's own), so an organization sees which endpoint its tokens went to."""
+    by_endpoint: dict[str, dict[str, dict[str, int]]] = {}
+    rows = (
+        LLMCall.objects.filter(session_id__in=session_ids)
+        .values("endpoint", "model")
+        .annotate(prompt=Sum("prompt_tokens"), completion=Sum("completion_tokens"), calls=Count("id"))
+        .order_by()
+    )
+    for row in rows:
+        by_endpoint.setdefault(row["endpoint"], {})[row["model"]] = {
+            "prompt": row["prompt"] or 0,
+            "completion": row["completion"] or 0,
+            "calls": row["calls"],
+        }
+    return [
+        {
+            "endpoint": name,
+            "calls": sum(m["calls"] for m in models.values()),
+            "prompt": sum(m["prompt"] for m in models.values()),
+            "completion": sum(m["completion"] for m in models.values()),
+            "cost": estimate_cost(models),
+        }
+        for name, models in sorted(by_endpoint.items())
+    ]
+
+
 def session_summary(row: ChatSession, call_count: int, by_model: dict | None) -> dict:
     """The facts one list row or tree node shows about a session."""
     tokens, cost = tokens_and_cost(row, by_model)

@@ -78,14 +78,16 @@ async def record_llm_call(
     finish_reason: str,
     error: str,
     started_at: datetime,
+    endpoint: str = "",
 ) -> int | None:
-    """Store one model request: who asked, which model, tokens, latency, how it ended."""
+    """Store one model request: who asked, which endpoint and model, tokens, latency, how it ended."""
     try:
         row = await LLMCall.objects.acreate(
             organization_id=organization_id,
             session_id=session_id,
             persona=persona[:100],
             provider=provider,
+            endpoint=endpoint[:60],
             model=model[:200],
             prompt_tokens=usage.get("prompt_tokens", 0),
             completion_tokens=usage.get("completion_tokens", 0),

@@ -72,6 +72,8 @@ class Config:
     allow_local_device: bool = False
     # Incidents matching their organization's policy are investigated on their own (docs/investigations.md).
     auto_investigate: bool = True
+    # MCP servers over stdio run a command on the Ongrid host: platform staff opt in.
+    mcp_allow_stdio: bool = False
     # Fernet keys for secrets at rest: the first encrypts, all decrypt (ops_app.encryption).
     encryption_keys: tuple[str, ...] = ()
     encryption_keys_derived: bool = False  # True: no ONGRID_ENCRYPTION_KEYS, derived from SECRET_KEY
@@ -304,6 +306,7 @@ def load(env: Mapping[str, str] | None = None) -> Config:
         restartable_services=tuple(_list(env, "ONGRID_RESTARTABLE_SERVICES", "nginx,apache2,haproxy")),
         allow_local_device=_flag(env, "ONGRID_ALLOW_LOCAL_DEVICE"),
         auto_investigate=_flag(env, "ONGRID_AUTO_INVESTIGATE", default=True),
+        mcp_allow_stdio=_flag(env, "ONGRID_MCP_ALLOW_STDIO"),
         encryption_keys=encryption_keys,
         encryption_keys_derived=keys_derived,
         https=_flag(env, "ONGRID_HTTPS", default=not debug),

@@ -1,3 +1,5 @@
+import json
+
 from django import forms
 from django.contrib import admin, messages
 from django.db import transaction
@@ -5,11 +7,15 @@ from django.db.models import Count
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.cache import add_never_cache_headers
+from django.utils.html import format_html
 
 from ops_app import (
     admin_tenancy,  # noqa: F401 - registers organizations, memberships, users
+    datasources,
     devices,
     knowledge,
+    llm_endpoints,
+    mcp_servers,
 )
 from ops_app.admin_mixins import TenantScopedAdmin
 from ops_app.models import (
@@ -18,9 +24,13 @@ from ops_app.models import (
     AlertRule,
     ApiToken,
     ChangeEvent,
+    DataSource,
     Device,
     Incident,
     KnowledgeDocument,
+    LLMEndpoint,
+    McpServer,
+    McpTool,
     TopologyEdge,
     TopologyNode,
 )
@@ -359,3 +369,206 @@ class KnowledgeDocumentAdmin(TenantScopedAdmin):
         if not obj.is_indexed:
             document_id = obj.pk
             transaction.on_commit(lambda: index_knowledge_document.delay(document_id))
+
+
+# --- integrations -----------------------------------------------------------------------------
+
+
+class DataSourceForm(forms.ModelForm):
+    """Secrets (the token or password, the custom headers) are write-only `SecretFormField`s."""
+
+    url = forms.URLField(
+        max_length=500, assume_scheme="http", help_text=DataSource._meta.get_field("url").help_text
+    )
+
+    class Meta:
+        model = DataSource
+        fields = [
+            "organization",
+            "name",
+            "kind",
+            "url",
+            "is_default",
+            "auth",
+            "username",
+            "secret",
+            "custom_headers",
+            "verify_tls",
+            "ca_bundle",
+            "timeout",
+        ]
+
+    def clean(self) -> dict:
+        data = super().clean()
+        organization = data.get("organization") or getattr(self, "organization", None)
+        name = data.get("name")
+        clash = DataSource.objects.filter(organization=organization, name=name).exclude(pk=self.instance.pk)
+        if organization is not None and name and clash.exists():
+            raise forms.ValidationError({"name": "Another data source of this organization has this name."})
+        return data
+
+
+@admin.register(DataSource)
+class DataSourceAdmin(TenantScopedAdmin):
+    form = DataSourceForm
+    list_display = ("name", "kind", "url", "is_default", "auth", "verify_tls", "updated_at")
+    list_filter = ("kind", "auth")
+    search_fields = ("name", "url")
+    actions = ["test_connection"]
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change=change, **kwargs)
+        form.organization = organization_of(request.user)  # for the duplicate-name check
+        return form
+
+    def save_model(self, request, obj, form, change):
+        if not request.user.is_superuser:
+            obj.organization = organization_of(request.user)
+        datasources.save_data_source(obj)
+
+    @admin.action(description="Test connection", permissions=["view"])
+    def test_connection(self, request, queryset):
+        for source in queryset:
+            answer = datasources.check_connection(source)
+            level = messages.SUCCESS if answer.ok else messages.ERROR
+            verdict = "answers" if answer.ok else "FAILED"
+            summary = " | ".join(answer.lines)
+            label = f"{source.name} ({source.get_kind_display()})"
+            self.message_user(request, f"{label} {verdict}: {summary}", level)
+
+
+class LLMEndpointForm(forms.ModelForm):
+    base_url = forms.URLField(
+        max_length=500,
+        required=False,
+        assume_scheme="http",
+        help_text=LLMEndpoint._meta.get_field("base_url").help_text,
+    )
+
+    class Meta:
+        model = LLMEndpoint
+        fields = [
+            "organization",
+            "name",
+            "base_url",
+            "api_key",
+            "default_model",
+            "timeout",
+            "max_retries",
+            "is_default",
+        ]
+
+    def clean(self) -> dict:
+        data = super().clean()
+        organization = data.get("organization") or getattr(self, "organization", None)
+        name = data.get("name")
+        clash = LLMEndpoint.objects.filter(organization=organization, name=name).exclude(pk=self.instance.pk)
+        if organization is not None and name and clash.exists():
+            raise forms.ValidationError({"name": "Another endpoint of this organization has this name."})
+        return data
+
+
+@admin.register(LLMEndpoint)
+class LLMEndpointAdmin(TenantScopedAdmin):
+    form = LLMEndpointForm
+    list_display = ("name", "base_url", "default_model", "is_default", "timeout", "max_retries", "updated_at")
+    search_fields = ("name", "base_url", "default_model")
+    actions = ["test_endpoint"]
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change=change, **kwargs)
+        form.organization = organization_of(request.user)  # for the duplicate-name check
+        return form
+
+    def save_model(self, request, obj, form, change):
+        if not request.user.is_superuser:
+            obj.organization = organization_of(request.user)
+        llm_endpoints.save_llm_endpoint(obj)
+
+    @admin.action(description="Test (list the models it serves)", permissions=["view"])
+    def test_endpoint(self, request, queryset):
+        for endpoint in queryset:
+            listing = llm_endpoints.list_models(endpoint)
+            if listing.ok:
+                served = ", ".join(listing.models) or "none"
+                has_default = endpoint.default_model in listing.models
+                note = (
+                    ""
+                    if has_default
+                    else f" (the default model {endpoint.default_model!r} is not among them)"
+                )
+                self.message_user(request, f"{endpoint.name} serves: {served}{note}", messages.SUCCESS)
+            else:
+                self.message_user(request, f"{endpoint.name} FAILED: {listing.error}", messages.ERROR)
+
+
+class McpToolInline(admin.TabularInline):
+    """Discovered tools: only their class is the admin's to set (write until marked read)."""
+
+    model = McpTool
+    extra = 0
+    can_delete = False
+    fields = ("name", "tool_class", "description", "schema")
+    readonly_fields = ("name", "description", "schema")
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    @admin.display(description="input schema")
+    def schema(self, obj: McpTool) -> str:
+        return format_html("<pre>{}</pre>", json.dumps(obj.input_schema, indent=2, ensure_ascii=False))
+
+
+class McpServerForm(forms.ModelForm):
+    url = forms.URLField(max_length=500, required=False, assume_scheme="http")
+
+    class Meta:
+        model = McpServer
+        fields = ["organization", "name", "transport", "url", "command", "headers", "timeout", "enabled"]
+
+    def clean(self) -> dict:
+        data = super().clean()
+        organization = data.get("organization") or getattr(self, "organization", None)
+        name = data.get("name")
+        clash = McpServer.objects.filter(organization=organization, name=name).exclude(pk=self.instance.pk)
+        if organization is not None and name and clash.exists():
+            raise forms.ValidationError({"name": "Another MCP server of this organization has this name."})
+        return data
+
+
+@admin.register(McpServer)
+class McpServerAdmin(TenantScopedAdmin):
+    form = McpServerForm
+    inlines = [McpToolInline]
+    list_display = ("name", "transport", "url", "enabled", "tool_count", "discovered_at", "discovery_error")
+    list_filter = ("transport", "enabled")
+    search_fields = ("name", "url")
+    readonly_fields = ("discovered_at", "discovery_error")
+    actions = ["discover"]
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change=change, **kwargs)
+        form.organization = organization_of(request.user)  # for the duplicate-name check
+        return form
+
+    @admin.display(description="tools")
+    def tool_count(self, obj: McpServer) -> int:
+        return obj.tools.count()
+
+    def save_related(self, request, form, formsets, change):
+        super().save_related(request, form, formsets, change)
+        if form.instance.enabled:
+            self._report(request, form.instance, mcp_servers.discover_tools(form.instance))
+
+    @admin.action(description="Discover tools now", permissions=["change"])
+    def discover(self, request, queryset):
+        for server in queryset:
+            self._report(request, server, mcp_servers.discover_tools(server))
+
+    def _report(self, request, server: McpServer, found: mcp_servers.Discovery) -> None:
+        if not found.ok:
+            self.message_user(request, f"{server.name}: discovery failed: {found.error}", messages.ERROR)
+            return
+        added = f"; new (write until marked read): {', '.join(found.added)}" if found.added else ""
+        removed = f"; gone: {', '.join(found.removed)}" if found.removed else ""
+        self.message_user(request, f"{server.name}: {found.total} tools{added}{removed}", messages.SUCCESS)

@@ -1,7 +1,7 @@
 """Automatic change recording: every create / change / delete of a tracked model writes one
 ChangeEvent row in the same transaction, so a rolled-back edit leaves no phantom event.
 
-Tracked: devices, alert rules, topology nodes and edges, Alertmanager receivers and, when the
+Tracked: devices, alert rules, topology nodes and edges, Alertmanager receivers, data sources and, when the
 agents app defines it, `agents_app.UserAgent`. The actor is whoever `acting_as()` names; the
 `ChangeActorMiddleware` names the request's user for every request (the admin included), so an
 edit through any view is attributed without each view remembering to do it.
@@ -56,6 +56,10 @@ TRACKED_MODELS = {
     "ops_app.TopologyNode": "topology_node",
     "ops_app.TopologyEdge": "topology_edge",
     "ops_app.AlertmanagerReceiver": "alertmanager_receiver",
+    "ops_app.DataSource": "data_source",
+    "ops_app.LLMEndpoint": "llm_endpoint",
+    "ops_app.McpServer": "mcp_server",
+    "ops_app.McpTool": "mcp_tool",
     "agents_app.UserAgent": "user_agent",
 }
 

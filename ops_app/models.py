@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.core.validators import RegexValidator
 from django.db import models
 from django.utils import timezone
 
@@ -467,3 +468,176 @@ class KnowledgePassage(TenantModel):
 
     def __str__(self) -> str:
         return f"{self.document_id}#{self.position} {self.heading}"
+
+
+class DataSource(TenantModel):
+    """One telemetry back end of an organization (docs/integrations.md): a Prometheus, Loki, Tempo
+    or Alertmanager the agents' tools query. Several per kind are allowed; one per kind is the
+    default the tools use when the model names none. Credentials are encrypted at rest."""
+
+    class Kind(models.TextChoices):
+        PROMETHEUS = "prometheus", "Prometheus"
+        LOKI = "loki", "Loki"
+        TEMPO = "tempo", "Tempo"
+        ALERTMANAGER = "alertmanager", "Alertmanager"
+
+    class Auth(models.TextChoices):
+        NONE = "none", "None"
+        BEARER = "bearer", "Bearer token"
+        BASIC = "basic", "Basic (user name and password)"
+        HEADERS = "headers", "Custom headers"
+
+    name = models.SlugField(
+        max_length=60, help_text="How agents name it (the tools' `datasource` argument), e.g. prod-eu."
+    )
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    url = models.URLField(max_length=500, help_text="Base URL, e.g. http://prometheus:9090")
+    auth = models.CharField(max_length=10, choices=Auth.choices, default=Auth.NONE)
+    username = models.CharField(max_length=200, blank=True, help_text="Basic authentication only.")
+    secret = EncryptedTextField(blank=True, help_text="The bearer token or the basic-auth password.")
+    custom_headers = EncryptedTextField(
+        blank=True, help_text="Custom headers only: one `Name: value` per line (e.g. X-Scope-OrgID: team-a)."
+    )
+    verify_tls = models.BooleanField(default=True, help_text="Check the server's TLS certificate.")
+    ca_bundle = models.TextField(blank=True, help_text="PEM certificates to trust (a private CA).")
+    timeout = models.FloatField(default=10.0, help_text="Seconds per request.")
+    is_default = models.BooleanField(default=False, help_text="The one the tools use when none is named.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["kind", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["organization", "name"], name="datasource_org_name_unique"),
+            models.UniqueConstraint(
+                fields=["organization", "kind"],
+                condition=models.Q(is_default=True),
+                name="datasource_one_default_per_kind",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.get_kind_display()})"
+
+    def clean(self) -> None:
+        if self.timeout is not None and not 0.5 <= self.timeout <= 300:
+            raise ValidationError({"timeout": "Between 0.5 and 300 seconds."})
+        if self.auth == self.Auth.BASIC and not self.username:
+            raise ValidationError({"username": "Basic authentication needs a user name."})
+
+
+class LLMEndpoint(TenantModel):
+    """An organization's own OpenAI-compatible model endpoint (OpenAI, Azure OpenAI, Ollama, vLLM, a
+    LiteLLM proxy...). The default one serves every agent of the organization; a persona's `model`
+    still overrides the model name. Without one, the deployment's environment is used."""
+
+    name = models.SlugField(max_length=60, help_text="Shown in the audit pages' usage per endpoint.")
+    base_url = models.URLField(
+        max_length=500, blank=True, help_text="e.g. http://ollama:11434/v1; blank for the OpenAI API."
+    )
+    api_key = EncryptedTextField(blank=True, help_text="Encrypted at rest, never shown again.")
+    default_model = models.CharField(max_length=200, help_text="Used unless a persona names its own model.")
+    timeout = models.FloatField(default=60.0, help_text="Seconds per request.")
+    max_retries = models.PositiveSmallIntegerField(
+        default=3, help_text="Retries of 429 / 5xx / broken connections."
+    )
+    is_default = models.BooleanField(default=True, help_text="The endpoint the organization's agents use.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = "LLM endpoint"
+        constraints = [
+            models.UniqueConstraint(fields=["organization", "name"], name="llmendpoint_org_name_unique"),
+            models.UniqueConstraint(
+                fields=["organization"], condition=models.Q(is_default=True), name="llmendpoint_one_default"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        if self.timeout is not None and not 1 <= self.timeout <= 600:
+            raise ValidationError({"timeout": "Between 1 and 600 seconds."})
+        if self.max_retries is not None and self.max_retries > 10:
+            raise ValidationError({"max_retries": "At most 10."})
+
+
+MCP_NAME = RegexValidator(r"^[a-z0-9][a-z0-9-]{0,39}$", "Lower-case letters, digits and dashes (max 40).")
+
+
+class McpServer(TenantModel):
+    """An MCP tool server an organization plugs in (docs/integrations.md). Its tools are discovered
+    on save and on demand, and reach the organization's agents as `mcp__<server>__<tool>`."""
+
+    class Transport(models.TextChoices):
+        STREAMABLE_HTTP = "streamable_http", "Streamable HTTP"
+        SSE = "sse", "SSE (older servers)"
+        STDIO = "stdio", "stdio (a command on the Ongrid host; platform staff only)"
+
+    name = models.CharField(
+        max_length=40, validators=[MCP_NAME], help_text="The `<server>` of the tool names."
+    )
+    transport = models.CharField(max_length=20, choices=Transport.choices, default=Transport.STREAMABLE_HTTP)
+    url = models.URLField(max_length=500, blank=True, help_text="e.g. http://grafana-mcp:8000/mcp")
+    command = models.CharField(
+        max_length=500, blank=True, help_text="stdio only: the command line that starts the server."
+    )
+    headers = EncryptedTextField(
+        blank=True, help_text="HTTP headers, one `Name: value` per line (e.g. Authorization: Bearer ...)."
+    )
+    timeout = models.FloatField(default=30.0, help_text="Seconds per tool call.")
+    enabled = models.BooleanField(default=True)
+    discovered_at = models.DateTimeField(null=True, blank=True, editable=False)
+    discovery_error = models.TextField(blank=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = "MCP server"
+        constraints = [
+            models.UniqueConstraint(fields=["organization", "name"], name="mcpserver_org_name_unique")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        if self.transport == self.Transport.STDIO:
+            if not settings.CONFIG.mcp_allow_stdio:
+                raise ValidationError(
+                    {"transport": "stdio servers are disabled on this Ongrid (ONGRID_MCP_ALLOW_STDIO)."}
+                )
+            if not self.command.strip():
+                raise ValidationError({"command": "A stdio server needs its command."})
+        elif not self.url:
+            raise ValidationError({"url": "This transport needs the server's URL."})
+        if self.timeout is not None and not 1 <= self.timeout <= 600:
+            raise ValidationError({"timeout": "Between 1 and 600 seconds."})
+
+
+class McpTool(TenantModel):
+    """One tool an MCP server offers, as last discovered. Its class is the admin's decision: every
+    tool is a write (reviewed before it runs) until an admin marks it read."""
+
+    class ToolClass(models.TextChoices):
+        READ = "read", "read"
+        WRITE = "write", "write (reviewed before it runs)"
+
+    server = models.ForeignKey(McpServer, on_delete=models.CASCADE, related_name="tools")
+    name = models.CharField(max_length=200, editable=False)
+    description = models.TextField(blank=True, editable=False)
+    input_schema = models.JSONField(default=dict, blank=True, editable=False)
+    tool_class = models.CharField(max_length=10, choices=ToolClass.choices, default=ToolClass.WRITE)
+    discovered_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        ordering = ["server", "name"]
+        verbose_name = "MCP tool"
+        constraints = [models.UniqueConstraint(fields=["server", "name"], name="mcptool_server_name_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.server.name}/{self.name}"

@@ -20,6 +20,7 @@ __all__ = [
     "LLMEvent",
     "LLMProvider",
     "ToolCall",
+    "aget_provider",
     "get_provider",
 ]
 
@@ -39,3 +40,25 @@ def get_provider(model_hint: str | None = None) -> LLMProvider:
     from agents_app.llm.openai_provider import OpenAIProvider
 
     return OpenAIProvider.from_config(config)
+
+
+async def aget_provider(model_hint: str | None, organization_id: int | None) -> LLMProvider:
+    """The provider for an organization's agents: its default LLM endpoint when it has one, the
+    deployment's environment (`get_provider`) otherwise. `offline` as the persona's model still wins.
+    The provider's `endpoint` attribute names the endpoint for the LLM-call audit rows."""
+    from ops_app.llm_endpoints import adefault_endpoint
+
+    endpoint = None if model_hint == "offline" else await adefault_endpoint(organization_id)
+    if endpoint is None:
+        return get_provider(model_hint)
+    from agents_app.llm.openai_provider import OpenAIProvider
+
+    provider = OpenAIProvider(
+        api_key=endpoint.api_key,
+        base_url=endpoint.base_url or None,
+        model=endpoint.default_model,
+        timeout=endpoint.timeout,
+        max_retries=endpoint.max_retries,
+    )
+    provider.endpoint = endpoint.name
+    return provider

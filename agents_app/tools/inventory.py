@@ -12,14 +12,24 @@ import json
 
 import httpx
 from asgiref.sync import sync_to_async
-from django.conf import settings
 from django.db.models import Count, Q
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.lookups import Exact
 
 from agents_app.tools.base import ToolContext, ToolError, tool
+from ops_app import datasources
 from ops_app.correlation import change_summary, correlate, incident_nodes
-from ops_app.models import Alert, AlertRule, ChangeEvent, Device, Incident, Severity, TopologyNode
+from ops_app.datasources import Endpoint
+from ops_app.models import (
+    Alert,
+    AlertRule,
+    ChangeEvent,
+    DataSource,
+    Device,
+    Incident,
+    Severity,
+    TopologyNode,
+)
 from ops_app.timeutil import TimeParseError, iso, parse_time
 from ops_app.topology import (
     DIRECTIONS,
@@ -289,12 +299,20 @@ def _rule_summary(rule: AlertRule) -> dict:
                 "type": "boolean",
                 "description": "Also read Prometheus /api/v1/rules (default true).",
             },
+            "datasource": {
+                "type": "string",
+                "description": "The Prometheus data source for live rules (default: the default one).",
+            },
         },
         "additionalProperties": False,
     },
 )
 async def query_alert_rules(
-    ctx: ToolContext, name: str | None = None, severity: str | None = None, include_live: bool = True
+    ctx: ToolContext,
+    name: str | None = None,
+    severity: str | None = None,
+    include_live: bool = True,
+    datasource: str | None = None,
 ) -> dict:
     severity = _choice(severity, SEVERITIES, "severity")
 
@@ -308,20 +326,23 @@ async def query_alert_rules(
 
     result: dict = {"rules": await sync_to_async(run)()}
     if include_live:
-        result["live"] = await _live_rules(name, severity)
+        try:
+            target = await datasources.aendpoint(ctx.organization_id, DataSource.Kind.PROMETHEUS, datasource)
+        except datasources.UnknownDataSource as exc:
+            raise ToolError(str(exc)) from None
+        result["live"] = await _live_rules(target, name, severity)
     return result
 
 
-async def _live_rules(name: str | None, severity: str | None) -> dict:
-    base = settings.CONFIG.prometheus_url
-    if not base:
+async def _live_rules(target: Endpoint | None, name: str | None, severity: str | None) -> dict:
+    if target is None:
         return {
             "status": "not_configured",
-            "message": "PROMETHEUS_URL is not set; only stored rules are shown.",
+            "message": "No Prometheus data source (PROMETHEUS_URL unset); only stored rules are shown.",
         }
     try:
-        async with httpx.AsyncClient(timeout=10) as client:
-            response = await client.get(base.rstrip("/") + "/api/v1/rules", params={"type": "alert"})
+        async with target.client() as client:
+            response = await client.get(target.url + "/api/v1/rules", params={"type": "alert"})
         body = response.json()
     except (httpx.HTTPError, ValueError) as exc:
         return {"status": "error", "message": f"Prometheus rules API unreachable: {exc}"}

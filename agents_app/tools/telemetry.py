@@ -13,13 +13,14 @@ import datetime as dt
 import math
 
 import httpx
-from django.conf import settings
 from django.utils import timezone
 
 from agents_app.tools.base import ToolContext, ToolError, tool
+from ops_app import datasources
+from ops_app.datasources import Endpoint
+from ops_app.models import DataSource
 from ops_app.timeutil import TimeParseError, iso, parse_duration, parse_time
 
-HTTP_TIMEOUT = 10.0
 DEFAULT_POINTS = 120
 MAX_POINTS = 1000
 MAX_SERIES = 20
@@ -30,12 +31,26 @@ MAX_SPANS = 100
 TIME_HELP = "ISO 8601, epoch seconds, 'now' or relative like 'now-1h'"
 
 
+DATASOURCE = {
+    "type": "string",
+    "description": "The organization's data source to ask, by name (default: the default one of its kind).",
+}
+
+
 def not_configured(variable: str, backend: str) -> dict:
     return {
         "status": "not_configured",
-        "message": f"{backend} is not configured for this Ongrid ({variable} is unset); "
-        f"this data source cannot be queried.",
+        "message": f"{backend} is not configured for this organization (no {backend} data source, "
+        f"and {variable} is unset); this data source cannot be queried.",
     }
+
+
+async def data_source(ctx: ToolContext, kind: str, name: str | None) -> Endpoint | None:
+    """The organization's data source of `kind` (by name, or the default); None when none exists."""
+    try:
+        return await datasources.aendpoint(ctx.organization_id, kind, name or None)
+    except datasources.UnknownDataSource as exc:
+        raise ToolError(str(exc)) from None
 
 
 def _time(value, name: str, default: dt.datetime | None = None, now: dt.datetime | None = None):
@@ -46,13 +61,14 @@ def _time(value, name: str, default: dt.datetime | None = None, now: dt.datetime
         raise ToolError(f"{name}: {exc}") from None
 
 
-async def _get(backend: str, url: str, params: dict) -> httpx.Response:
-    """GET with a timeout; transport failures become ToolErrors the LLM can read."""
+async def _get(backend: str, target: Endpoint, path: str, params: dict) -> httpx.Response:
+    """GET with the data source's timeout and credentials; transport failures become ToolErrors."""
+    url = target.url + path
     try:
-        async with httpx.AsyncClient(timeout=HTTP_TIMEOUT) as client:
+        async with target.client() as client:
             return await client.get(url, params=params)
     except httpx.TimeoutException:
-        raise ToolError(f"{backend} did not answer within {HTTP_TIMEOUT:.0f} s ({url})") from None
+        raise ToolError(f"{backend} did not answer within {target.timeout:g} s ({url})") from None
     except httpx.HTTPError as exc:
         raise ToolError(f"{backend} is unreachable at {url}: {exc}") from None
 
@@ -146,6 +162,7 @@ def _epoch(value) -> dt.datetime:
                 "maximum": MAX_POINTS,
                 "description": "Default 120.",
             },
+            "datasource": DATASOURCE,
         },
         "required": ["query"],
         "additionalProperties": False,
@@ -160,19 +177,20 @@ async def query_promql(
     end: str | None = None,
     step: str | None = None,
     max_points: int = DEFAULT_POINTS,
+    datasource: str | None = None,
 ) -> dict:
-    base = settings.CONFIG.prometheus_url
-    if not base:
+    target = await data_source(ctx, DataSource.Kind.PROMETHEUS, datasource)
+    if target is None:
         return not_configured("PROMETHEUS_URL", "Prometheus")
     if not query.strip():
         raise ToolError("query must not be empty")
-    api = base.rstrip("/") + "/api/v1/"
+    api = "/api/v1/"
     if start is None:
         params = {"query": query}
         at = _time(time, "time")
         if at is not None:
             params["time"] = at.timestamp()
-        response = await _get("Prometheus", api + "query", params)
+        response = await _get("Prometheus", target, api + "query", params)
     else:
         now = timezone.now()
         begin, finish = _time(start, "start", now=now), _time(end, "end", now, now=now)
@@ -185,12 +203,12 @@ async def query_promql(
             seconds=step_seconds * ((finish - begin).total_seconds() // step_seconds)
         )
         params = {"query": query, "start": begin.timestamp(), "end": finish.timestamp(), "step": step_seconds}
-        response = await _get("Prometheus", api + "query_range", params)
+        response = await _get("Prometheus", target, api + "query_range", params)
     if response.status_code != 200:
         raise _backend_error("Prometheus", response)
     data = response.json()["data"]
     kind, result = data["resultType"], data["result"]
-    answer: dict = {"status": "ok", "query": query, "result_type": kind}
+    answer: dict = {"status": "ok", "datasource": target.name, "query": query, "result_type": kind}
     if kind == "matrix":
         answer.update(
             start=iso(begin),
@@ -242,6 +260,7 @@ def _from_ns(value) -> str:
                 "enum": ["backward", "forward"],
                 "description": "Default backward.",
             },
+            "datasource": DATASOURCE,
         },
         "required": ["query"],
         "additionalProperties": False,
@@ -255,9 +274,10 @@ async def query_logql(
     end: str | None = None,
     limit: int = 100,
     direction: str = "backward",
+    datasource: str | None = None,
 ) -> dict:
-    base = settings.CONFIG.loki_url
-    if not base:
+    target = await data_source(ctx, DataSource.Kind.LOKI, datasource)
+    if target is None:
         return not_configured("LOKI_URL", "Loki")
     if direction not in ("backward", "forward"):
         raise ToolError("direction must be 'backward' (newest first) or 'forward'")
@@ -266,11 +286,12 @@ async def query_logql(
     begin = _time(start, "start", finish - dt.timedelta(hours=1), now=now)
     limit = min(max(int(limit), 1), MAX_LOG_LINES)
     params = {"query": query, "start": _ns(begin), "end": _ns(finish), "limit": limit, "direction": direction}
-    response = await _get("Loki", base.rstrip("/") + "/loki/api/v1/query_range", params)
+    response = await _get("Loki", target, "/loki/api/v1/query_range", params)
     if response.status_code != 200:
         raise _backend_error("Loki", response)
     data = response.json()["data"]
-    answer: dict = {"status": "ok", "query": query, "start": iso(begin), "end": iso(finish)}
+    answer: dict = {"status": "ok", "datasource": target.name, "query": query}
+    answer.update(start=iso(begin), end=iso(finish))
     answer["result_type"] = data["resultType"]
     if data["resultType"] == "streams":
         streams, lines = [], 0
@@ -338,6 +359,7 @@ def summarise_trace(body: dict) -> dict:
             "start": {"type": "string", "description": f"Search window start (default now-1h). {TIME_HELP}."},
             "end": {"type": "string", "description": f"Search window end (default now). {TIME_HELP}."},
             "limit": {"type": "integer", "minimum": 1, "maximum": MAX_TRACES, "description": "Default 20."},
+            "datasource": DATASOURCE,
         },
         "additionalProperties": False,
     },
@@ -350,17 +372,17 @@ async def query_traceql(
     start: str | None = None,
     end: str | None = None,
     limit: int = 20,
+    datasource: str | None = None,
 ) -> dict:
-    base = settings.CONFIG.tempo_url
-    if not base:
+    target = await data_source(ctx, DataSource.Kind.TEMPO, datasource)
+    if target is None:
         return not_configured("TEMPO_URL", "Tempo")
     if bool(query) == bool(trace_id):
         raise ToolError("give exactly one of query (to search) or trace_id (to fetch a trace)")
-    base = base.rstrip("/")
     if trace_id:
         if not all(c in "0123456789abcdefABCDEF" for c in trace_id) or len(trace_id) > 32:
             raise ToolError(f"trace_id must be up to 32 hex digits, not {trace_id!r}")
-        response = await _get("Tempo", f"{base}/api/traces/{trace_id}", {})
+        response = await _get("Tempo", target, f"/api/traces/{trace_id}", {})
         if response.status_code != 200:
             raise _backend_error("Tempo", response)
         return {"status": "ok", "trace_id": trace_id, **summarise_trace(response.json())}
@@ -369,7 +391,7 @@ async def query_traceql(
     begin = _time(start, "start", finish - dt.timedelta(hours=1), now=now)
     limit = min(max(int(limit), 1), MAX_TRACES)
     params = {"q": query, "start": int(begin.timestamp()), "end": int(finish.timestamp()), "limit": limit}
-    response = await _get("Tempo", f"{base}/api/search", params)
+    response = await _get("Tempo", target, "/api/search", params)
     if response.status_code != 200:
         raise _backend_error("Tempo", response)
     traces = []

@@ -9,6 +9,7 @@ far a mistake would reach. Every write tool takes a `reason`: the evidence the r
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 from collections.abc import Callable
 
@@ -17,11 +18,12 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 
 from agents_app.hosts.transport import Script
+from agents_app.tool_names import MCP_PREFIX
 from agents_app.tools.base import ToolContext, ToolError, tool
 from agents_app.tools.hosts import device_and_transport, run_with
-from ops_app import incidents
+from ops_app import datasources, incidents
 from ops_app.change_events import Actor
-from ops_app.models import Incident
+from ops_app.models import DataSource, Incident
 
 RESTART_TIME_LIMIT = 45.0
 SILENCE_MAX_MINUTES = 7 * 24 * 60
@@ -53,9 +55,22 @@ def describe_change(tool_name: str, arguments: dict) -> dict:
     tool added later is still reviewed.
     """
     describer = DESCRIBERS.get(tool_name)
+    if describer is None and tool_name.startswith(MCP_PREFIX):
+        return _describe_mcp(tool_name, arguments)
     if describer is None:
         return {"action": tool_name, "target": "", "blast_radius": "tenant_wide"}
     return describer(arguments)
+
+
+def _describe_mcp(tool_name: str, arguments: dict) -> dict:
+    """An MCP write: Ongrid cannot know what it touches, so it is judged as tenant-wide."""
+    server, _, remote = tool_name.removeprefix(MCP_PREFIX).partition("__")
+    shown = json.dumps({k: v for k, v in arguments.items() if k != "reason"}, ensure_ascii=False, default=str)
+    return {
+        "action": f"MCP tool {remote or tool_name} on server {server}",
+        "target": shown if len(shown) <= 300 else shown[:299] + "…",
+        "blast_radius": "tenant_wide",
+    }
 
 
 def _actor(ctx: ToolContext) -> Actor:
@@ -218,6 +233,8 @@ def _describe_silence(arguments: dict) -> dict:
         radius = "tenant_wide"
     target = "{" + ", ".join(_matcher_text(m) for m in matchers) + "}"
     minutes = arguments.get("duration_minutes")
+    if arguments.get("datasource"):
+        target = f"{arguments['datasource']}: {target}"
     return {"action": f"silence alerts for {minutes} min", "target": target, "blast_radius": radius}
 
 
@@ -231,16 +248,28 @@ def _describe_silence(arguments: dict) -> dict:
             "matchers": {"type": "array", "items": MATCHER, "minItems": 1},
             "duration_minutes": {"type": "integer", "minimum": 1, "maximum": SILENCE_MAX_MINUTES},
             "reason": REASON,
+            "datasource": {
+                "type": "string",
+                "description": "The Alertmanager data source, by name (default: the default one).",
+            },
         },
         "required": ["matchers", "duration_minutes", "reason"],
         "additionalProperties": False,
     },
     tool_class="write",
 )
-async def create_silence(ctx: ToolContext, matchers: list, duration_minutes: int, reason: str) -> dict:
-    base = settings.CONFIG.alertmanager_url
-    if not base:
-        raise ToolError("Alertmanager is not configured (ALERTMANAGER_URL is unset).")
+async def create_silence(
+    ctx: ToolContext, matchers: list, duration_minutes: int, reason: str, datasource: str | None = None
+) -> dict:
+    try:
+        target = await datasources.aendpoint(ctx.organization_id, DataSource.Kind.ALERTMANAGER, datasource)
+    except datasources.UnknownDataSource as exc:
+        raise ToolError(str(exc)) from None
+    if target is None:
+        raise ToolError(
+            "Alertmanager is not configured for this organization "
+            "(no Alertmanager data source, and ALERTMANAGER_URL is unset)."
+        )
     starts = dt.datetime.now(dt.UTC)
     ends = starts + dt.timedelta(minutes=duration_minutes)
     body = {
@@ -259,11 +288,16 @@ async def create_silence(ctx: ToolContext, matchers: list, duration_minutes: int
         "comment": reason[:1000],
     }
     try:
-        async with httpx.AsyncClient(timeout=10.0) as client:
-            response = await client.post(f"{base.rstrip('/')}/api/v2/silences", json=body)
+        async with target.client() as client:
+            response = await client.post(f"{target.url}/api/v2/silences", json=body)
     except httpx.HTTPError as error:
         raise ToolError(f"Alertmanager is unreachable: {type(error).__name__}: {error}") from None
     if response.status_code >= 400:
         raise ToolError(f"Alertmanager refused the silence ({response.status_code}): {response.text[:500]}")
     silence_id = response.json().get("silenceID", "")
-    return {"silence_id": silence_id, "starts_at": body["startsAt"], "ends_at": body["endsAt"]}
+    return {
+        "silence_id": silence_id,
+        "datasource": target.name,
+        "starts_at": body["startsAt"],
+        "ends_at": body["endsAt"],
+    }

@@ -7,6 +7,7 @@ import pytest
 
 from agents_app.tools import telemetry
 from agents_app.tools.base import ToolError
+from ops_app.models import DataSource
 from tests.support.fake_loki_tempo import TRACE_ID, fake_loki_tempo  # noqa: F401 - fixture
 from tests.support.procs import free_port
 from tests.support.prometheus import prometheus_server  # noqa: F401 - fixture
@@ -130,10 +131,11 @@ def test_logql_metric_query_and_errors(org, loki_tempo):
         run_tool("query_logql", org, query='{service="checkout"}')
 
 
-def test_backend_timeout_is_reported(org, loki_tempo, monkeypatch):
-    monkeypatch.setattr(telemetry, "HTTP_TIMEOUT", 0.3)
+def test_backend_timeout_is_reported(org, loki_tempo):
+    # The data source's own timeout applies.
+    DataSource.objects.create(organization=org, kind="loki", name="logs", url=loki_tempo.url, timeout=0.3)
     loki_tempo.stall_seconds = 1.5
-    with pytest.raises(ToolError, match="Loki did not answer within 0 s"):
+    with pytest.raises(ToolError, match="Loki did not answer within 0.3 s"):
         run_tool("query_logql", org, query='{service="checkout"}')
 
 

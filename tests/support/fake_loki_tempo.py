@@ -114,7 +114,8 @@ def _handler(state: FakeLokiTempo):
         def do_GET(self) -> None:  # noqa: N802 - http.server's naming
             parsed = urlparse(self.path)
             params = {k: v[0] for k, v in parse_qs(parsed.query).items()}
-            state.requests.append({"path": parsed.path, "params": params})
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            state.requests.append({"path": parsed.path, "params": params, "headers": headers})
             if state.stall_seconds:
                 time.sleep(state.stall_seconds)
             if state.fail_with:

@@ -6,7 +6,9 @@ loads one alerting rule file so the live `/api/v1/rules` has something to show.
 
 from __future__ import annotations
 
+import contextlib
 import textwrap
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -108,3 +110,46 @@ def prometheus_server(tmp_path_factory) -> PrometheusServer:
     finally:
         stop(server)
         stop(exporter)
+
+
+def _job_scraped(url: str, job: str) -> bool:
+    body = httpx.get(f"{url}/api/v1/query", params={"query": f'up{{job="{job}"}}'}, timeout=2).json()
+    return body["status"] == "success" and bool(body["data"]["result"])
+
+
+@contextlib.contextmanager
+def running_self_scraping_prometheus(job: str, tenant: str, workdir: Path) -> Iterator[str]:
+    """A real Prometheus that scrapes only itself under job `job`, with external label tenant=<tenant>:
+    two of them stand for two organizations' instances. Yields its URL once `up{job=...}` answers."""
+    executable = binary(PROMETHEUS)
+    require(executable is not None, "Prometheus (Debian package prometheus)")
+    url = f"http://127.0.0.1:{free_port()}"
+    config = workdir / "prometheus.yml"
+    config.write_text(
+        textwrap.dedent(
+            f"""\
+            global:
+              scrape_interval: 1s
+              external_labels: {{tenant: "{tenant}"}}
+            scrape_configs:
+              - job_name: "{job}"
+                static_configs:
+                  - targets: ["{url.removeprefix("http://")}"]
+            """
+        )
+    )
+    process = start(
+        [
+            executable,
+            f"--config.file={config}",
+            f"--storage.tsdb.path={workdir / 'data'}",
+            f"--web.listen-address={url.removeprefix('http://')}",
+            "--log.level=warn",
+        ],
+        workdir / "prometheus.log",
+    )
+    try:
+        wait_until(lambda: _job_scraped(url, job), 90, f"Prometheus to have scraped job {job}")
+        yield url
+    finally:
+        stop(process)

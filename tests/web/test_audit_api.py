@@ -167,9 +167,9 @@ def test_a_tree_costs_a_fixed_number_of_queries(
         audit_rows.tool_call(worker, "host_du_summary")
         audit_rows.gated_write(worker, f"w{n}")
     client.force_login(auditor)
-    # session, user, role, membership, organization, the root; sessions, calls, messages, LLM usage;
-    # and the gate's proposals once its model is installed
-    with django_assert_max_num_queries(11):
+    # session, user, role, membership, organization, the root; sessions, calls, messages, LLM usage,
+    # LLM usage per endpoint; and the gate's proposals once its model is installed
+    with django_assert_max_num_queries(12):
         page = client.get(reverse("audit-session", args=[chat.pk]))
     assert page.content.count(b'<strong class="persona">reviewer</strong>') == size
 

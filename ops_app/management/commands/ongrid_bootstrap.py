@@ -16,7 +16,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from ops_app import knowledge, roles
+from ops_app import datasources, knowledge, roles
 from ops_app.demo import load_demo_estate
 from ops_app.models import AlertmanagerReceiver
 from ops_app.services import create_organization, set_membership
@@ -45,6 +45,7 @@ class Command(BaseCommand):
             if not hasattr(user, "membership"):
                 set_membership(user, org, roles.ORG_ADMIN)
             demo_loaded = load_demo_estate(org)
+            sources = datasources.create_from_environment(org)
             receiver = None
             if not AlertmanagerReceiver.objects.for_organization(org).exists():
                 receiver = AlertmanagerReceiver.objects.create(organization=org, name="alertmanager")
@@ -56,6 +57,8 @@ class Command(BaseCommand):
             f"Knowledge vault {settings.CONFIG.vault_dir}: {len(vault.indexed)} indexed, "
             f"{len(vault.unchanged)} unchanged, {len(vault.removed)} removed"
         )
+        for source in sources:
+            self.stdout.write(f"Data source {source.name}: {source.url} (from the environment)")
         if receiver is not None:
             self.stdout.write(
                 f"Alertmanager webhook: POST {url.rstrip('/')}/api/alertmanager/ with the header "

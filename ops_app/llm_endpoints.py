@@ -1,0 +1,57 @@
+"""An organization's LLM endpoints (docs/integrations.md): the one write (keeping one default),
+the lookup the agents use, and the admin's "Test" (which models does the endpoint serve?)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import openai
+from django.db import transaction
+
+from ops_app.models import LLMEndpoint
+
+
+@transaction.atomic
+def save_llm_endpoint(endpoint: LLMEndpoint) -> LLMEndpoint:
+    """Save, keeping at most one default per organization (a new default replaces the old one)."""
+    if endpoint.is_default:
+        others = LLMEndpoint.objects.for_organization(endpoint.organization_id).filter(is_default=True)
+        if endpoint.pk:
+            others = others.exclude(pk=endpoint.pk)
+        for other in others:
+            other.is_default = False
+            other.save(update_fields=["is_default", "updated_at"])
+    endpoint.save()
+    return endpoint
+
+
+async def adefault_endpoint(organization_id: int | None) -> LLMEndpoint | None:
+    """The organization's default endpoint, or None (then the deployment's environment applies)."""
+    if not organization_id:
+        return None
+    return await LLMEndpoint.objects.for_organization(organization_id).filter(is_default=True).afirst()
+
+
+@dataclass(frozen=True)
+class ModelListing:
+    ok: bool
+    models: list[str]
+    error: str = ""
+
+
+def list_models(endpoint: LLMEndpoint) -> ModelListing:
+    """The models the endpoint serves (`GET /models`); the error names no key."""
+    client = openai.OpenAI(
+        api_key=endpoint.api_key or "not-set",
+        base_url=endpoint.base_url or None,
+        timeout=min(endpoint.timeout, 30.0),
+        max_retries=0,
+    )
+    try:
+        return ModelListing(True, sorted(model.id for model in client.models.list()))
+    except openai.AuthenticationError:
+        return ModelListing(False, [], "the endpoint refused the API key")
+    except openai.APIError as error:
+        return ModelListing(False, [], f"{type(error).__name__}: {getattr(error, 'message', '')}"[:300])
+    finally:
+        client.close()
