@@ -18,7 +18,7 @@ from agents_app.cancel import CancelToken
 from agents_app.catalog import agent_catalog
 from agents_app.kernel import AgentResult, run_agent
 from agents_app.llm import get_provider
-from agents_app.personas import COORDINATOR, REVIEWER, Persona
+from agents_app.personas import COORDINATOR, REPORTER, REVIEWER, Persona
 from agents_app.publishing import KernelSink, Listener, Publisher
 from agents_app.redirect_stubs import STUBS
 from agents_app.registry import aget_registry, get_skill_registry
@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 HISTORY_LIMIT = 50
 STOP_POLL_SECONDS = 1.0
 HEARTBEAT_EVERY = 30  # polls
-NOT_DISPATCHABLE = (COORDINATOR, REVIEWER)
+NOT_DISPATCHABLE = (COORDINATOR, REVIEWER, REPORTER)
 
 
 @dataclass
@@ -266,6 +266,30 @@ class Runtime:
         if result.status == "budget_exhausted":
             text = f"[partial: the worker's budget ran out]\n{text}"
         return WorkerOutcome(worker.pk, status, text, result.error or "")
+
+    async def run_detached(
+        self, session: ChatSession, persona: Persona, prompt: str, tools: list[Tool]
+    ) -> WorkerOutcome:
+        """Run one agent in a root work session a surface opened itself (a scheduled inspection or
+        report, docs/schedules.md): no coordinator above it; its own tools; closed on every path."""
+        publisher = Publisher(session.pk)
+        token = self._register(session.pk, session.pk)
+        outcome = WorkerOutcome(session.pk, SessionStatus.FAILED, "", "The agent ended unexpectedly.")
+        try:
+            await services.amark_running(session.pk)
+            outcome = await self._drive_worker(session, persona, prompt, publisher, token, tools)
+        except asyncio.CancelledError:
+            outcome = WorkerOutcome(session.pk, SessionStatus.KILLED, "", "Cancelled.")
+            raise
+        except Exception as exc:  # noqa: BLE001 - the row must be closed whatever happened
+            log.exception("detached session %s crashed", session.pk)
+            outcome = WorkerOutcome(session.pk, SessionStatus.FAILED, "", f"{type(exc).__name__}: {exc}")
+        finally:
+            self._forget(session.pk)
+            await services.aclose_session(
+                session.pk, outcome.status, result=outcome.text, error=outcome.error
+            )
+        return outcome
 
     async def stop_worker(self, worker_session_id: int) -> bool:
         """Stop a running worker wherever it runs: the row flag reaches other processes."""

@@ -14,6 +14,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from agents_app import executors  # noqa: E402
 from ongrid_site.origins import ExactOriginValidator  # noqa: E402
 from ongrid_site.routing import websocket_urlpatterns  # noqa: E402
+from schedules_app import embedded as embedded_scheduler  # noqa: E402
 
 router = ProtocolTypeRouter(
     {
@@ -25,7 +26,10 @@ router = ProtocolTypeRouter(
 
 async def application(scope, receive, send):
     """The router, plus: sync views hand chat turns to this server's event loop (see executors),
-    and the first request of a process closes session rows orphaned by a previous crash."""
+    and the first request of a process closes session rows orphaned by a previous crash and, in
+    the embedded shape, starts the schedule loop (docs/schedules.md)."""
     if executors.remember_main_loop(asyncio.get_running_loop()):
         executors.run_in_background(executors.reap_at_startup())
+        if embedded_scheduler.should_run():
+            executors.run_in_background(embedded_scheduler.scheduler_loop())
     await router(scope, receive, send)

@@ -82,6 +82,15 @@ class Config:
     login_lockout_minutes: float = 15.0
     api_anon_rate: str | None = "30/minute"
     api_user_rate: str | None = "600/minute"
+    # Schedules (docs/schedules.md): the embedded scheduler's tick, and outgoing e-mail.
+    scheduler_interval: float = 30.0  # seconds; 0 turns the embedded scheduler off
+    smtp_host: str | None = None  # unset: e-mail goes to the server log (console backend)
+    smtp_port: int = 587
+    smtp_user: str = ""
+    smtp_password: str = ""
+    smtp_starttls: bool = True
+    smtp_ssl: bool = False
+    email_from: str = "ongrid@localhost"
 
     @property
     def uses_redis(self) -> bool:
@@ -305,4 +314,12 @@ def load(env: Mapping[str, str] | None = None) -> Config:
         login_lockout_minutes=_number(env, "ONGRID_LOGIN_LOCKOUT_MINUTES", 15.0, float, 1),
         api_anon_rate=_rate(env, "ONGRID_API_ANON_RATE", "30/minute"),
         api_user_rate=_rate(env, "ONGRID_API_USER_RATE", "600/minute"),
+        scheduler_interval=_number(env, "ONGRID_SCHEDULER_INTERVAL", 30.0, float, 0),
+        smtp_host=_optional(env, "ONGRID_SMTP_HOST"),
+        smtp_port=int(_number(env, "ONGRID_SMTP_PORT", 587, int, 1)),
+        smtp_user=env.get("ONGRID_SMTP_USER", ""),
+        smtp_password=env.get("ONGRID_SMTP_PASSWORD", ""),
+        smtp_starttls=_flag(env, "ONGRID_SMTP_STARTTLS", default=True),
+        smtp_ssl=_flag(env, "ONGRID_SMTP_SSL"),
+        email_from=env.get("ONGRID_EMAIL_FROM") or "ongrid@localhost",
     )

@@ -16,6 +16,7 @@ urlpatterns = [
     path("", include("agents_app.urls")),
     path("", include("web_app.urls")),
     path("", include("ops_app.urls")),
+    path("", include("schedules_app.urls")),
 ]
 
 # JSON error bodies for /api/ paths; Django's pages elsewhere (ongrid_site.api_errors).

@@ -19,12 +19,19 @@ ROLES = (MEMBER, AUDITOR, ORG_ADMIN)
 # model of that app. Object-level tenancy is enforced by TenantQuerySet, not here.
 ROLE_GRANTS: dict[str, dict[str, tuple[str, ...]]] = {
     MEMBER: {"chat_app": ("view", "add", "change")},
-    AUDITOR: {"chat_app": ("view",), "audit_app": ("view",), "agents_app": ("view",), "ops_app": ("view",)},
+    AUDITOR: {
+        "chat_app": ("view",),
+        "audit_app": ("view",),
+        "agents_app": ("view",),
+        "ops_app": ("view",),
+        "schedules_app": ("view",),
+    },
     ORG_ADMIN: {
         "chat_app": ("view", "add", "change"),
         "audit_app": ("view",),
         "agents_app": ("view", "add", "change", "delete"),
         "ops_app": ("view", "add", "change", "delete"),
+        "schedules_app": ("view", "add", "change", "delete"),
         # Users of their own organization only (ops_app.admin_tenancy scopes the rows and forms).
         "auth": ("view", "add", "change", "delete"),
     },
