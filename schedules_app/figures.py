@@ -81,7 +81,7 @@ def compute(organization_id: int, start: dt.datetime, end: dt.datetime) -> dict[
             "resolved": len(resolved),
             "mtta_seconds": mtta,
             "mttr_seconds": mttr,
-            "opened_per_day": sorted(per_day.items()),
+            "opened_per_day": _every_day(start, end, per_day),
             "by_severity": dict(Counter(i.severity for i in opened)),
         },
         "noisiest_alert_rules": [{"name": row["name"], "alerts": row["n"]} for row in noisy],
@@ -109,6 +109,15 @@ def compute(organization_id: int, start: dt.datetime, end: dt.datetime) -> dict[
             "cost": estimate_cost(by_model),
         },
     }
+
+
+def _every_day(start: dt.datetime, end: dt.datetime, counts: Counter) -> list[list]:
+    """[[ISO day, count], ...] for every UTC day of the window, zeros included (the trend chart)."""
+    days, day = [], start.date()
+    while day < end.date() or (day == start.date() and not days):
+        days.append([day.isoformat(), counts.get(day.isoformat(), 0)])
+        day += dt.timedelta(days=1)
+    return days
 
 
 def duration(seconds: float | None) -> str:

@@ -10,18 +10,25 @@ from django.db import close_old_connections
 from schedules_app import runner, scheduler
 
 
-@shared_task(name="schedules_app.tick")
-def tick_task() -> list[int]:
+def _fresh_connection(task) -> None:
+    """On a worker the database may have restarted since the last task; an eager task runs inside
+    its caller's request or transaction, whose connection must not be touched."""
+    if not task.request.is_eager:
+        close_old_connections()
+
+
+@shared_task(name="schedules_app.tick", bind=True)
+def tick_task(self) -> list[int]:
     """Claim the due runs and queue each for a worker."""
-    close_old_connections()
+    _fresh_connection(self)
     won = scheduler.tick()
     for run_id in won:
         execute_run_task.delay(run_id)
     return won
 
 
-@shared_task(name="schedules_app.execute_run", acks_late=False)
-def execute_run_task(run_id: int) -> None:
+@shared_task(name="schedules_app.execute_run", acks_late=False, bind=True)
+def execute_run_task(self, run_id: int) -> None:
     """Run one claimed schedule run. Not retried: an inspection has side effects (incidents)."""
-    close_old_connections()
+    _fresh_connection(self)
     runner.execute_run(run_id)
