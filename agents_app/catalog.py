@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from agents_app.personas import COORDINATOR, REVIEWER, Persona
+from agents_app.personas import COORDINATOR, REPORTER, REVIEWER, Persona
 
 HEADER = "Available specialists (valid `subagent_type` values):"
 # Never dispatchable: the coordinator itself (it would spawn itself) and the reviewer (only the
-# review gate may run it; ad-hoc "reviews" would gate nothing).
-NOT_DISPATCHABLE = frozenset({COORDINATOR, REVIEWER})
+# review gate may run it; ad-hoc "reviews" would gate nothing), and the reporter (schedules only).
+NOT_DISPATCHABLE = frozenset({COORDINATOR, REVIEWER, REPORTER})
 
 
 def _one_line(text: str) -> str:

@@ -24,6 +24,8 @@ import yaml
 PERMISSION_MODES = ("read-only", "mutating-with-confirm", "dual-sign-required")
 COORDINATOR = "default"
 REVIEWER = "reviewer"
+# Writes scheduled reports (docs/schedules.md); never dispatched by the coordinator.
+REPORTER = "reporter"
 
 
 class PersonaError(Exception):

@@ -22,7 +22,7 @@ from agents_app.catalog import agent_catalog
 from agents_app.kernel import AgentResult, run_agent
 from agents_app.llm import aget_provider
 from agents_app.org_tools import organization_tools
-from agents_app.personas import COORDINATOR, REVIEWER, Persona
+from agents_app.personas import COORDINATOR, REPORTER, REVIEWER, Persona
 from agents_app.publishing import KernelSink, Listener, Publisher
 from agents_app.redirect_stubs import STUBS
 from agents_app.registry import aget_registry, get_skill_registry
@@ -40,7 +40,7 @@ HISTORY_LIMIT = 50
 STOP_POLL_SECONDS = 1.0
 HEARTBEAT_EVERY = 30  # polls
 STOP_MESSAGE = "turn.stop"
-NOT_DISPATCHABLE = (COORDINATOR, REVIEWER)
+NOT_DISPATCHABLE = (COORDINATOR, REVIEWER, REPORTER)
 
 
 @dataclass
@@ -306,6 +306,31 @@ class Runtime:
         if result.status == "budget_exhausted":
             text = f"[partial: the worker's budget ran out]\n{text}"
         return WorkerOutcome(worker.pk, status, text, result.error or "")
+
+    async def run_detached(
+        self, session: ChatSession, persona: Persona, prompt: str, tools: list[Tool]
+    ) -> WorkerOutcome:
+        """Run one agent in a root work session a surface opened itself (a scheduled inspection or
+        report, docs/schedules.md): no coordinator above it; its own tools; closed on every path."""
+        publisher = Publisher(session.pk)
+        token = self._register(session.pk, session.pk)
+        outcome = WorkerOutcome(session.pk, SessionStatus.FAILED, "", "The agent ended unexpectedly.")
+        try:
+            provider = await aget_provider(persona.model, session.organization_id)
+            await services.amark_running(session.pk)
+            outcome = await self._drive_worker(session, persona, prompt, publisher, token, tools, provider)
+        except asyncio.CancelledError:
+            outcome = WorkerOutcome(session.pk, SessionStatus.KILLED, "", "Cancelled.")
+            raise
+        except Exception as exc:  # noqa: BLE001 - the row must be closed whatever happened
+            log.exception("detached session %s crashed", session.pk)
+            outcome = WorkerOutcome(session.pk, SessionStatus.FAILED, "", f"{type(exc).__name__}: {exc}")
+        finally:
+            self._forget(session.pk)
+            await services.aclose_session(
+                session.pk, outcome.status, result=outcome.text, error=outcome.error
+            )
+        return outcome
 
     async def stop_worker(self, worker_session_id: int, by: str = "") -> bool:
         """Stop one running agent wherever it runs (TaskStop, a tile's Stop button)."""

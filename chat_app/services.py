@@ -215,6 +215,25 @@ def open_worker_session(
     return worker
 
 
+def open_work_session(organization_id: int, persona_name: str, title: str, prompt: str) -> ChatSession:
+    """A root `work` session with no user, for agents a schedule starts (docs/schedules.md): the
+    organization's auditors see it in the audit pages like any other session."""
+    session = ChatSession.objects.create(
+        organization_id=organization_id,
+        user=None,
+        agent_id=persona_name,
+        kind=SessionKind.WORK,
+        channel=Channel.WEB,
+        status=SessionStatus.PENDING,
+        title=title[:200],
+        description=title,
+        owner=process_identity(),
+        heartbeat_at=timezone.now(),
+    )
+    append_message(session.pk, MessageRole.USER, prompt)
+    return session
+
+
 def mark_running(session_id: int) -> None:
     now = timezone.now()
     ChatSession.objects.filter(pk=session_id, status=SessionStatus.PENDING).update(
@@ -336,6 +355,7 @@ adelete_chat = sync_to_async(delete_chat)
 aend_turn = sync_to_async(end_turn)
 aappend_message = sync_to_async(append_message)
 aopen_worker_session = sync_to_async(open_worker_session)
+aopen_work_session = sync_to_async(open_work_session)
 amark_running = sync_to_async(mark_running)
 aclose_session = sync_to_async(close_session)
 arequest_stop = sync_to_async(request_stop)

@@ -15,6 +15,7 @@ from agents_app import executors  # noqa: E402
 from incidents_app import startup  # noqa: E402
 from ongrid_site.origins import ExactOriginValidator  # noqa: E402
 from ongrid_site.routing import websocket_urlpatterns  # noqa: E402
+from schedules_app import embedded as embedded_scheduler  # noqa: E402
 
 router = ProtocolTypeRouter(
     {
@@ -26,8 +27,11 @@ router = ProtocolTypeRouter(
 
 async def application(scope, receive, send):
     """The router, plus: sync views hand chat turns to this server's event loop (see executors),
-    and the first request of a process closes session rows orphaned by a previous crash."""
+    and the first request of a process closes session rows orphaned by a previous crash and, in
+    the embedded shape, starts the schedule loop (docs/schedules.md)."""
     if executors.remember_main_loop(asyncio.get_running_loop()):
         executors.run_in_background(executors.reap_at_startup())
         executors.run_in_background(startup.recover_investigations())
+        if embedded_scheduler.should_run():
+            executors.run_in_background(embedded_scheduler.scheduler_loop())
     await router(scope, receive, send)

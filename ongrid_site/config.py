@@ -92,6 +92,15 @@ class Config:
     eval_judge_api_key: str | None = None
     # Where people reach this instance: links in IM replies (transcripts, account linking).
     public_url: str = "http://127.0.0.1:8000"
+    # Schedules (docs/schedules.md): the embedded scheduler's tick, and outgoing e-mail.
+    scheduler_interval: float = 30.0  # seconds; 0 turns the embedded scheduler off
+    smtp_host: str | None = None  # unset: e-mail goes to the server log (console backend)
+    smtp_port: int = 587
+    smtp_user: str = ""
+    smtp_password: str = ""
+    smtp_starttls: bool = True
+    smtp_ssl: bool = False
+    email_from: str = "ongrid@localhost"
 
     @property
     def uses_redis(self) -> bool:
@@ -321,4 +330,12 @@ def load(env: Mapping[str, str] | None = None) -> Config:
         eval_judge_base_url=_optional(env, "ONGRID_EVAL_JUDGE_BASE_URL"),
         eval_judge_api_key=_optional(env, "ONGRID_EVAL_JUDGE_API_KEY"),
         public_url=(env.get("ONGRID_PUBLIC_URL") or "http://127.0.0.1:8000").rstrip("/"),
+        scheduler_interval=_number(env, "ONGRID_SCHEDULER_INTERVAL", 30.0, float, 0),
+        smtp_host=_optional(env, "ONGRID_SMTP_HOST"),
+        smtp_port=int(_number(env, "ONGRID_SMTP_PORT", 587, int, 1)),
+        smtp_user=env.get("ONGRID_SMTP_USER", ""),
+        smtp_password=env.get("ONGRID_SMTP_PASSWORD", ""),
+        smtp_starttls=_flag(env, "ONGRID_SMTP_STARTTLS", default=True),
+        smtp_ssl=_flag(env, "ONGRID_SMTP_SSL"),
+        email_from=env.get("ONGRID_EMAIL_FROM") or "ongrid@localhost",
     )

@@ -42,6 +42,8 @@ INSTALLED_APPS = [
     "evals_app",
     "incidents_app",
     "im_app",
+    "django_celery_beat",
+    "schedules_app",
 ]
 
 MIDDLEWARE = [
@@ -179,7 +181,26 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE = {
     "reap-orphaned-sessions": {"task": "agents_app.reap_orphans", "schedule": 300.0},
     "purge-expired-audit-data": {"task": "audit_app.purge_audit", "schedule": 86400.0},
+    # Claims and queues due schedule runs (docs/schedules.md); the claim makes double beats harmless.
+    "fire-due-schedules": {"task": "schedules_app.tick", "schedule": 30.0},
 }
+# `celery -A ongrid_site beat` keeps its periodic tasks in the database (django-celery-beat), so
+# they are listed, and can be paused, in the admin; the entries above are synced into it.
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+
+# Outgoing e-mail (schedule deliveries). Without ONGRID_SMTP_HOST, messages go to the log.
+if CONFIG.smtp_host:
+    EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    EMAIL_HOST = CONFIG.smtp_host
+    EMAIL_PORT = CONFIG.smtp_port
+    EMAIL_HOST_USER = CONFIG.smtp_user
+    EMAIL_HOST_PASSWORD = CONFIG.smtp_password
+    EMAIL_USE_SSL = CONFIG.smtp_ssl
+    EMAIL_USE_TLS = CONFIG.smtp_starttls and not CONFIG.smtp_ssl
+else:
+    EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
+DEFAULT_FROM_EMAIL = CONFIG.email_from
+EMAIL_TIMEOUT = 15
 
 ONGRID_EXECUTOR = CONFIG.executor
 # Fernet keys of every encrypted column (ops_app.encryption): the first encrypts, all decrypt.
@@ -193,7 +214,7 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": "WARNING"},
     "loggers": {
         name: {"handlers": ["console"], "level": CONFIG.log_level, "propagate": False}
-        for name in ("ongrid_site", "ops_app", "agents_app", "chat_app", "audit_app")
+        for name in ("ongrid_site", "ops_app", "agents_app", "chat_app", "audit_app", "schedules_app")
     },
 }
 

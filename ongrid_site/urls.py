@@ -24,6 +24,7 @@ urlpatterns = [
     path("", include("incidents_app.urls")),
     path("", include("ops_app.urls")),
     path("", include("im_app.urls")),
+    path("", include("schedules_app.urls")),
 ]
 
 # JSON error bodies for /api/ paths; Django's pages elsewhere (ongrid_site.api_errors).

@@ -72,3 +72,52 @@ def _transition(incident_id: int, organization_id: int, actor: Actor, note: str,
             after={"status": target},
         )
         return incident
+
+
+def open_manual(
+    organization_id: int,
+    *,
+    title: str,
+    summary: str,
+    fingerprint: str,
+    severity: str = "warning",
+    actor: Actor | None = None,
+) -> tuple[Incident, bool]:
+    """Open a `manual` incident unless one with the same fingerprint is still open; returns
+    (incident, created). Callers that repeat a finding (scheduled inspections) pass a stable
+    fingerprint so the same problem never opens a second incident while the first is unresolved."""
+    with transaction.atomic():
+        existing = (
+            Incident.objects.for_organization(organization_id)
+            .select_for_update()
+            .filter(source=Incident.Source.MANUAL, fingerprint=fingerprint)
+            .exclude(status=Incident.Status.RESOLVED)
+            .first()
+        )
+        if existing is not None:
+            return existing, False
+        now = timezone.now()
+        incident = Incident.objects.create(
+            organization_id=organization_id,
+            title=title[:300],
+            summary=summary,
+            severity=severity,
+            status=Incident.Status.FIRING,
+            started_at=now,
+            source=Incident.Source.MANUAL,
+            fingerprint=fingerprint[:64],
+        )
+        if actor is not None:
+            ChangeEvent.objects.create(
+                organization_id=organization_id,
+                occurred_at=now,
+                actor_id=actor.user_id,
+                actor_name=actor.name[:150],
+                action=ChangeEvent.Action.CREATE,
+                resource_type="incident",
+                resource_id=str(incident.pk),
+                resource_name=incident.title[:300],
+                summary=f"{actor.name} opened incident {incident.title}"[:500],
+                after={"status": incident.status},
+            )
+        return incident, True

@@ -25,6 +25,7 @@ ROLE_GRANTS: dict[str, dict[str, tuple[str, ...]]] = {
         "agents_app": ("view",),
         "ops_app": ("view",),
         "incidents_app": ("view",),
+        "schedules_app": ("view",),
     },
     ORG_ADMIN: {
         "chat_app": ("view", "add", "change"),
@@ -34,6 +35,7 @@ ROLE_GRANTS: dict[str, dict[str, tuple[str, ...]]] = {
         "incidents_app": ("view", "add", "change", "delete"),
         # The organization's chat apps (Slack, Telegram, Feishu bots) and linked senders.
         "im_app": ("view", "add", "change", "delete"),
+        "schedules_app": ("view", "add", "change", "delete"),
         # Users of their own organization only (ops_app.admin_tenancy scopes the rows and forms).
         "auth": ("view", "add", "change", "delete"),
     },

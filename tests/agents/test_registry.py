@@ -267,6 +267,7 @@ EXPECTED_TOOLS = {
         "get_incident_detail",
         "query_devices",
     },
+    "reporter": {"query_incidents", "get_incident_detail", "query_change_events"},
 }
 
 

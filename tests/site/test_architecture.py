@@ -14,6 +14,7 @@ DOC = (ROOT / "docs" / "architecture.md").read_text()
 
 
 def layers() -> list[str]:
+    """The packages of the layers contract, top down; independent siblings ("a | b") in order."""
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
     [contract] = [c for c in config["contracts"] if c["type"] == "layers"]
     # "a | b" is a layer of independent siblings (neither may import the other).

@@ -1,0 +1,81 @@
+"""Schedules in the admin: org admins create, edit, enable, disable and "Run now" their
+organization's schedules; runs and reports are evidence, listed read-only."""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.html import format_html
+
+from ops_app.admin_mixins import ReadOnlyTenantAdmin, TenantScopedAdmin
+from schedules_app import dispatching, scheduler
+from schedules_app.models import Report, Schedule, ScheduleRun
+
+
+@admin.register(Schedule)
+class ScheduleAdmin(TenantScopedAdmin):
+    list_display = ("name", "kind", "timetable", "enabled", "last_run_at", "last_status", "next_run_at")
+    list_filter = ("kind", "enabled")
+    search_fields = ("name", "prompt")
+    readonly_fields = ("next_run_at", "last_run_at", "last_status", "created_at", "updated_at")
+    actions = ("run_now", "enable", "disable")
+    fieldsets = (
+        (None, {"fields": ("name", "kind", "enabled")}),
+        ("What runs", {"fields": ("persona", "prompt", "open_incidents", "period")}),
+        (
+            "When",
+            {"fields": ("cron", "interval_minutes", "timezone", "next_run_at", "last_run_at", "last_status")},
+        ),
+        ("Delivery (the web always has it)", {"fields": ("email_to", "webhook_url", "webhook_secret")}),
+    )
+
+    @admin.display(description="When")
+    def timetable(self, obj: Schedule) -> str:
+        when = f"cron {obj.cron}" if obj.cron else f"every {obj.interval_minutes} min"
+        return f"{when} ({obj.timezone})"
+
+    def save_model(self, request, obj, form, change):
+        if obj.kind == Schedule.Kind.REPORT:
+            obj.persona = "reporter"
+        super().save_model(request, obj, form, change)
+        scheduler.reschedule(obj)
+
+    @admin.action(description="Run now")
+    def run_now(self, request, queryset):
+        for schedule in queryset:
+            run = dispatching.run_now(schedule)
+            self.message_user(
+                request,
+                format_html('"{}" started: <a href="{}">run #{}</a>.', schedule.name, run_url(run), run.pk),
+                messages.SUCCESS,
+            )
+
+    @admin.action(description="Enable")
+    def enable(self, request, queryset):
+        now = timezone.now()
+        for schedule in queryset:
+            schedule.enabled = True
+            schedule.save(update_fields=["enabled", "updated_at"])
+            scheduler.reschedule(schedule, now)
+
+    @admin.action(description="Disable")
+    def disable(self, request, queryset):
+        queryset.update(enabled=False, next_run_at=None)
+
+
+def run_url(run: ScheduleRun) -> str:
+    return reverse("schedule-run", args=[run.pk])
+
+
+@admin.register(ScheduleRun)
+class ScheduleRunAdmin(ReadOnlyTenantAdmin):
+    list_display = ("schedule", "due_at", "trigger", "state", "finding", "incident", "finished_at")
+    list_filter = ("state", "finding", "trigger")
+    search_fields = ("schedule__name", "summary")
+
+
+@admin.register(Report)
+class ReportAdmin(ReadOnlyTenantAdmin):
+    list_display = ("__str__", "schedule", "period", "period_start", "period_end", "created_at")
+    list_filter = ("period",)

@@ -1,0 +1,94 @@
+"""Where a run's output goes besides the web (which always has it: the run and report pages).
+
+Each destination is a function `(schedule, message) -> str` registered in `DESTINATIONS`; it
+returns a short outcome ("sent to 2 recipients") or raises `DeliveryError`. One destination
+failing never stops the others. IM channels plug in here once the bridges exist: a function
+registered under "im" (docs/schedules.md, "Delivery").
+
+Webhooks carry JSON signed with HMAC-SHA256 over the exact body bytes, in the header
+`X-Ongrid-Signature: sha256=<hex>`; the secret is the schedule's encrypted `webhook_secret`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from django.conf import settings
+from django.core.mail import send_mail
+
+from schedules_app.models import Schedule
+
+log = logging.getLogger(__name__)
+
+SIGNATURE_HEADER = "X-Ongrid-Signature"
+WEBHOOK_TIMEOUT = 10.0
+
+
+class DeliveryError(Exception):
+    """A destination refused or could not be reached; the message is safe to show."""
+
+
+@dataclass
+class Message:
+    subject: str
+    text: str  # plain text, for e-mail and IM
+    payload: dict[str, Any] = field(default_factory=dict)  # for the webhook
+
+
+def sign(secret: str, body: bytes) -> str:
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def verify(secret: str, body: bytes, header: str) -> bool:
+    """What a receiver does: recompute the signature over the raw body, compare in constant time."""
+    return hmac.compare_digest(sign(secret, body), header or "")
+
+
+def _email(schedule: Schedule, message: Message) -> str:
+    recipients = schedule.recipients
+    send_mail(message.subject, message.text, settings.DEFAULT_FROM_EMAIL, recipients, fail_silently=False)
+    return f"sent to {len(recipients)} recipient(s)"
+
+
+def _webhook(schedule: Schedule, message: Message) -> str:
+    body = json.dumps(message.payload, sort_keys=True, separators=(",", ":")).encode()
+    headers = {"Content-Type": "application/json", "User-Agent": "Ongrid-Schedules"}
+    if schedule.webhook_secret:
+        headers[SIGNATURE_HEADER] = sign(schedule.webhook_secret, body)
+    try:
+        response = httpx.post(schedule.webhook_url, content=body, headers=headers, timeout=WEBHOOK_TIMEOUT)
+    except httpx.HTTPError as exc:
+        raise DeliveryError(f"webhook unreachable: {type(exc).__name__}") from None
+    if response.status_code >= 300:
+        raise DeliveryError(f"webhook answered HTTP {response.status_code}")
+    return f"HTTP {response.status_code}"
+
+
+# name -> (is it configured for this schedule?, send)
+DESTINATIONS: dict[str, tuple[Callable[[Schedule], bool], Callable[[Schedule, Message], str]]] = {
+    "email": (lambda s: bool(s.recipients), _email),
+    "webhook": (lambda s: bool(s.webhook_url), _webhook),
+}
+
+
+def deliver(schedule: Schedule, message: Message) -> dict[str, str]:
+    """Send `message` to every destination the schedule has; {destination: outcome}."""
+    outcomes = {"web": "stored"}
+    for name, (configured, send) in DESTINATIONS.items():
+        if not configured(schedule):
+            continue
+        try:
+            outcomes[name] = send(schedule, message)
+        except DeliveryError as exc:
+            outcomes[name] = f"failed: {exc}"
+        except Exception as exc:  # noqa: BLE001 - e.g. SMTP refused: record it, deliver the rest
+            log.warning("delivery of schedule %s to %s failed: %s", schedule.pk, name, type(exc).__name__)
+            outcomes[name] = f"failed: {type(exc).__name__}"
+    return outcomes

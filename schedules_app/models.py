@@ -1,0 +1,161 @@
+"""Schedules, their runs and the reports they produce (docs/schedules.md).
+
+A `Schedule` says what runs (an inspection by a read-only persona, or a report by `reporter`),
+when (a cron expression or an interval, in the schedule's time zone) and where the output goes.
+A `ScheduleRun` is one firing; the unique (schedule, due_at) pair is the database-level guard
+that makes a due time fire once however many scheduler processes race for it.
+"""
+
+from __future__ import annotations
+
+import zoneinfo
+
+from django.core.exceptions import ValidationError
+from django.db import models
+
+from ops_app.encryption import EncryptedTextField
+from ops_app.tenancy import TenantModel
+from schedules_app import timing
+
+
+class Schedule(TenantModel):
+    class Kind(models.TextChoices):
+        INSPECTION = "inspection", "Inspection"
+        REPORT = "report", "Report"
+
+    class Period(models.TextChoices):
+        DAILY = "daily", "Daily"
+        WEEKLY = "weekly", "Weekly"
+        MONTHLY = "monthly", "Monthly"
+
+    name = models.CharField(max_length=200)
+    kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.INSPECTION)
+    persona = models.CharField(
+        max_length=64,
+        default="specialist-disk",
+        help_text="Inspections: any read-only persona. Reports always use `reporter`.",
+    )
+    prompt = models.TextField(blank=True, help_text="What the inspection checks, in plain words.")
+    period = models.CharField(
+        max_length=10, choices=Period.choices, default=Period.WEEKLY, help_text="Reports: the period covered."
+    )
+    cron = models.CharField(
+        max_length=100, blank=True, help_text='A cron expression, e.g. "0 7 * * 1" (Mondays 07:00).'
+    )
+    interval_minutes = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Or: every N minutes (leave the cron expression empty)."
+    )
+    timezone = models.CharField(max_length=64, default="UTC", help_text='e.g. "Europe/Madrid".')
+    enabled = models.BooleanField(default=True)
+    open_incidents = models.BooleanField(
+        default=True, help_text="Inspections: a `problem` finding opens an incident (once per problem)."
+    )
+    email_to = models.CharField(max_length=1000, blank=True, help_text="Comma-separated addresses.")
+    webhook_url = models.URLField(max_length=1000, blank=True)
+    webhook_secret = EncryptedTextField(blank=True, help_text="Signs the webhook body (HMAC-SHA256).")
+    next_run_at = models.DateTimeField(null=True, blank=True)
+    last_run_at = models.DateTimeField(null=True, blank=True)
+    last_status = models.CharField(max_length=20, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["organization", "name"], name="schedule_org_name_uniq")
+        ]
+        indexes = [models.Index(fields=["enabled", "next_run_at"], name="schedule_due_idx")]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        errors = {}
+        if bool(self.cron.strip()) == bool(self.interval_minutes):
+            errors["cron"] = "Give either a cron expression or an interval, not both."
+        elif self.cron and not timing.valid_cron(self.cron):
+            errors["cron"] = f"{self.cron!r} is not a valid cron expression."
+        try:
+            zoneinfo.ZoneInfo(self.timezone)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            errors["timezone"] = f"Unknown time zone {self.timezone!r}."
+        if self.kind == self.Kind.INSPECTION and not self.prompt.strip():
+            errors["prompt"] = "An inspection needs a prompt."
+        if errors:
+            raise ValidationError(errors)
+
+    @property
+    def recipients(self) -> list[str]:
+        return [a.strip() for a in self.email_to.split(",") if a.strip()]
+
+
+class ScheduleRun(TenantModel):
+    class Trigger(models.TextChoices):
+        SCHEDULE = "schedule", "On schedule"
+        MANUAL = "manual", "Run now"
+
+    class State(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        FINISHED = "finished", "Finished"
+        FAILED = "failed", "Failed"
+
+    class Finding(models.TextChoices):
+        OK = "ok", "OK"
+        WARNING = "warning", "Warning"
+        PROBLEM = "problem", "Problem"
+
+    schedule = models.ForeignKey(Schedule, on_delete=models.CASCADE, related_name="runs")
+    due_at = models.DateTimeField()
+    trigger = models.CharField(max_length=10, choices=Trigger.choices, default=Trigger.SCHEDULE)
+    state = models.CharField(max_length=10, choices=State.choices, default=State.QUEUED)
+    # The inspection's (or the reporter's) session: kind `work`, no user; the link to the schedule
+    # lives here rather than on the session row (docs/schedules.md, "Sessions").
+    session = models.ForeignKey(
+        "chat_app.ChatSession", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    finding = models.CharField(max_length=10, choices=Finding.choices, blank=True)
+    summary = models.TextField(blank=True)
+    findings = models.JSONField(default=list, blank=True)
+    incident = models.ForeignKey(
+        "ops_app.Incident", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    incident_opened = models.BooleanField(default=False, help_text="False: none, or an open one was reused.")
+    deliveries = models.JSONField(default=dict, blank=True, help_text="Outcome per destination.")
+    error = models.TextField(blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-due_at"]
+        constraints = [
+            # The exactly-once guard: one run per schedule and due time, whoever claims it first.
+            models.UniqueConstraint(fields=["schedule", "due_at"], name="schedulerun_once_uniq")
+        ]
+        indexes = [models.Index(fields=["organization", "-due_at"], name="schedulerun_org_due_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.schedule} @ {self.due_at:%Y-%m-%d %H:%M}"
+
+
+class Report(TenantModel):
+    schedule = models.ForeignKey(
+        Schedule, null=True, blank=True, on_delete=models.SET_NULL, related_name="reports"
+    )
+    run = models.OneToOneField(
+        ScheduleRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="report"
+    )
+    period = models.CharField(max_length=10, choices=Schedule.Period.choices)
+    period_start = models.DateTimeField()
+    period_end = models.DateTimeField()
+    figures = models.JSONField(default=dict, help_text="Exact figures from database queries.")
+    narrative = models.TextField(blank=True, help_text="Written by the reporter persona around the figures.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-period_end", "-created_at"]
+        indexes = [models.Index(fields=["organization", "-period_end"], name="report_org_end_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.get_period_display()} report {self.period_start:%Y-%m-%d} – {self.period_end:%Y-%m-%d}"

@@ -1,0 +1,122 @@
+"""The scheduler: due times fire at their time, exactly once, whoever ticks; "Run now"."""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+
+import pytest
+from django.db import connection
+from django.urls import reverse
+
+from schedules_app import scheduler, timing
+from schedules_app.models import Schedule, ScheduleRun
+from tests.support.schedules import make_schedule
+
+T0 = dt.datetime(2026, 3, 2, 9, 30, tzinfo=dt.UTC)
+
+
+@pytest.mark.django_db
+def test_a_cron_schedule_fires_at_its_time_and_not_before(org):
+    schedule = make_schedule(org, cron="0 * * * *", now=T0)
+    assert schedule.next_run_at == dt.datetime(2026, 3, 2, 10, 0, tzinfo=dt.UTC)
+
+    assert scheduler.tick(T0 + dt.timedelta(minutes=29)) == []
+    won = scheduler.tick(T0 + dt.timedelta(minutes=30, seconds=5))
+
+    run = ScheduleRun.objects.get(pk=won[0])
+    assert run.due_at == dt.datetime(2026, 3, 2, 10, 0, tzinfo=dt.UTC)
+    assert run.trigger == ScheduleRun.Trigger.SCHEDULE
+    schedule.refresh_from_db()
+    assert schedule.next_run_at == dt.datetime(2026, 3, 2, 11, 0, tzinfo=dt.UTC)
+    # A second tick in the same minute finds nothing due.
+    assert scheduler.tick(T0 + dt.timedelta(minutes=30, seconds=40)) == []
+
+
+@pytest.mark.django_db
+def test_cron_follows_the_schedules_time_zone_and_intervals_count_from_the_last_run(org):
+    madrid = make_schedule(org, "madrid", cron="0 7 * * *", timezone="Europe/Madrid", now=T0)
+    # 07:00 in Madrid in March (before the DST change) is 06:00 UTC.
+    assert madrid.next_run_at == dt.datetime(2026, 3, 3, 6, 0, tzinfo=dt.UTC)
+    every = make_schedule(org, "every 15", cron="", interval_minutes=15, now=T0)
+    assert every.next_run_at == T0 + dt.timedelta(minutes=15)
+    assert timing.next_fire("0 7 * * *", None, "Europe/Madrid", dt.datetime(2026, 4, 1, tzinfo=dt.UTC)) == (
+        dt.datetime(2026, 4, 1, 5, 0, tzinfo=dt.UTC)  # summer time: 07:00 CEST
+    )
+
+
+@pytest.mark.django_db
+def test_a_disabled_schedule_never_fires(org):
+    schedule = make_schedule(org, now=T0, enabled=False)
+    assert schedule.next_run_at is None
+    assert scheduler.tick(T0 + dt.timedelta(days=1)) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_schedulers_racing_for_the_same_due_time_fire_it_once(org):
+    if connection.vendor == "sqlite":
+        pytest.skip("the race needs concurrent connections (run with DATABASE_URL=postgres://...)")
+    schedules = [make_schedule(org, f"check {i}", now=T0) for i in range(5)]
+    later = T0 + dt.timedelta(minutes=31)
+    start = threading.Barrier(4, timeout=20)
+    results: list[list[int]] = []
+
+    def ticker():
+        start.wait()
+        try:
+            results.append(scheduler.tick(later))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=ticker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+
+    claimed = sorted(run for won in results for run in won)
+    assert len(results) == 4
+    assert len(claimed) == len(schedules)  # each schedule's due time won by exactly one ticker
+    assert ScheduleRun.objects.count() == len(schedules)
+
+
+@pytest.mark.django_db
+def test_a_second_claim_of_the_same_due_time_is_refused_even_from_a_stale_read(org):
+    """Two processes that both read the schedule before either claimed: only one claim lands."""
+    schedule = make_schedule(org, now=T0)
+    stale = Schedule.objects.get(pk=schedule.pk)
+    later = T0 + dt.timedelta(minutes=31)
+    first = scheduler._claim(Schedule.objects.get(pk=schedule.pk), later)
+    second = scheduler._claim(stale, later)
+    assert first is not None and second is None
+    assert ScheduleRun.objects.filter(schedule=schedule).count() == 1
+
+
+@pytest.mark.django_db
+def test_run_now_in_the_admin_runs_the_schedule_at_once(client, org, org_admin, agents_llm, settings):
+    from fakes.openai_server import call, text, tool_calls
+
+    settings.ONGRID_EXECUTOR = "celery"  # Celery is eager without REDIS_URL: the run completes in the request
+    schedule = make_schedule(org, now=T0)
+    agents_llm.add(
+        "specialist-disk",
+        tool_calls(
+            call("submit_finding", {"status": "ok", "summary": "All disks below 60 %.", "findings": []})
+        ),
+        text("All disks are fine."),
+    )
+    client.force_login(org_admin)
+    response = client.post(
+        reverse("admin:schedules_app_schedule_changelist"),
+        {"action": "run_now", "_selected_action": [schedule.pk]},
+        follow=True,
+    )
+    assert response.status_code == 200
+    run = ScheduleRun.objects.get(schedule=schedule)
+    assert run.trigger == ScheduleRun.Trigger.MANUAL
+    assert (run.state, run.finding, run.summary) == ("finished", "ok", "All disks below 60 %.")
+    schedule.refresh_from_db()
+    assert schedule.last_status == "ok" and schedule.last_run_at is not None
+    assert schedule.next_run_at == dt.datetime(2026, 3, 2, 10, 0, tzinfo=dt.UTC)  # the timetable is untouched
+    page = client.get(reverse("admin:schedules_app_schedule_changelist")).content.decode()
+    assert "Last run" in page and "Next run" in page
