@@ -4,6 +4,13 @@ Credentials come from the device row and stay in memory: they are never part of 
 error message or a result (`redact` scrubs any error text that might echo them). Connections are
 pooled per event loop and per credential set, so a worker's burst of tool calls pays the
 handshake once; a closed connection is replaced transparently.
+
+Stopping a remote command: OpenSSH's sshd ignores the "signal" channel request, and closing the
+channel only closes the command's pipes, so a command that writes nothing would run on. Every
+command therefore runs inside `remote_command_line`'s fixed wrapper, whose guard waits for the
+channel's stdin to reach end-of-file — which happens only when we send EOF or close the channel
+(Stop, time limit) — and then kills the session's process group. Output and exit status are the
+command's own; its stdin is /dev/null, as before.
 """
 
 from __future__ import annotations
@@ -29,6 +36,16 @@ from agents_app.hosts.transport import (
 
 CONNECT_TIMEOUT = 10.0
 REMOTE_PRELUDE = "export LC_ALL=C LANG=C; "
+# The guard: fd 3 keeps the channel's stdin; a background loop reads it (we never write) and, at
+# end-of-file, KILLs process group 0 — the session sshd made with setsid(): the shell, the command's
+# pipeline and the guard itself. The command runs in the foreground with stdin from /dev/null and
+# without fd 3; when it ends by itself, the guard is dismissed and its status is the shell's.
+STOP_GUARD_HEAD = (
+    "exec 3<&0 </dev/null; "
+    "{ while read -r ongrid_line; do :; done; kill -s KILL 0; } <&3 >/dev/null 2>&1 & "
+    "ongrid_guard=$!; { "
+)
+STOP_GUARD_TAIL = ' ; } 3<&-; ongrid_status=$?; kill "$ongrid_guard" 2>/dev/null; exit "$ongrid_status"'
 
 HostKeyCallback = Callable[[str], Awaitable[None]]
 
@@ -77,7 +94,7 @@ class SSHTransport:
     ) -> CommandResult:
         started = time.monotonic()
         command = script.render()
-        proc = await self._open_process(REMOTE_PRELUDE + command)
+        proc = await self._open_process(remote_command_line(command))
         out, err = CappedBuffer(max_output), CappedBuffer(max_output)
         status: int | None = None
         timed_out = False
@@ -89,9 +106,8 @@ class SSHTransport:
         except TimeoutError:
             timed_out = True
         finally:
-            if proc.exit_status is None:  # timed out or stopped: end the remote command, close the channel
-                _signal_quietly(proc, "KILL")
-                proc.close()
+            if proc.exit_status is None:  # timed out or stopped: EOF fires the guard, then close
+                _end_quietly(proc)
         stdout, cut_out = decode_capped(bytes(out.data), out.total)
         stderr, cut_err = decode_capped(bytes(err.data), err.total)
         return CommandResult(
@@ -111,7 +127,8 @@ class SSHTransport:
         for attempt in (1, 2):
             conn = await self._connection()
             try:
-                return await conn.create_process(command, encoding=None, stdin=asyncssh.DEVNULL)
+                # stdin stays a pipe we never write to: its end-of-file is the wrapper's stop signal.
+                return await conn.create_process(command, encoding=None)
             except (asyncssh.Error, OSError) as exc:
                 self._forget(conn)
                 if attempt == 2:
@@ -211,12 +228,19 @@ class SSHTransport:
         return self.settings.redact(exc.reason or type(exc).__name__)
 
 
-def _signal_quietly(proc: asyncssh.SSHClientProcess, name: str) -> None:
-    """Ask the server to signal the remote command (servers that do not support it ignore it)."""
+def remote_command_line(command: str) -> str:
+    """The exact line sent to the host: the policy-checked command inside the fixed stop guard."""
+    return REMOTE_PRELUDE + STOP_GUARD_HEAD + command + STOP_GUARD_TAIL
+
+
+def _end_quietly(proc: asyncssh.SSHClientProcess) -> None:
+    """Send EOF (the guard kills the remote command on it) and close the channel, which sshd also
+    turns into EOF on the command's stdin should the EOF message itself not get through."""
     try:
-        proc.send_signal(name)
+        proc.stdin.write_eof()
     except (asyncssh.Error, OSError):
         pass
+    proc.close()
 
 
 async def _pump(stream: asyncssh.SSHReader, sink: CappedBuffer) -> None:

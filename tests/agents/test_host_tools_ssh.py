@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from pathlib import Path
@@ -233,8 +234,6 @@ def test_settings_repr_hides_credentials(device):
 
 
 async def test_a_dropped_connection_is_replaced_transparently(device, sshd, fresh_pool):  # noqa: F811
-    import asyncio
-
     transport = transport_for(device)
     assert (await transport.run(Script.command("true"))).ok
     before = accepted_logins(sshd)
@@ -245,14 +244,13 @@ async def test_a_dropped_connection_is_replaced_transparently(device, sshd, fres
     assert accepted_logins(sshd) - before == 1
 
 
-async def test_a_stop_closes_a_running_ssh_channel_at_once(device, fresh_pool, tmp_path_factory):
-    import asyncio
+async def test_a_stop_ends_a_silent_remote_command_at_once(device, fresh_pool, tmp_path_factory):
     import time
 
     from agents_app.cancel import CancelToken, Stopped
 
     fifo = tmp_path_factory.mktemp("ssh-pipe") / "never-written"
-    os.mkfifo(fifo)  # `cat` blocks on it for ever
+    os.mkfifo(fifo)  # `cat` blocks on it for ever and writes nothing
     transport = transport_for(device)
     token = CancelToken()
     run = asyncio.create_task(token.race(transport.run(Script.command("cat", str(fifo)))))
@@ -266,14 +264,45 @@ async def test_a_stop_closes_a_running_ssh_channel_at_once(device, fresh_pool, t
     token.cancel("stopped by alice")
     with pytest.raises(Stopped):
         await asyncio.wait_for(run, 5)
-
     assert time.monotonic() - stopped_at < 1.0  # the channel was closed, not waited out
+
+    # The sshd is on this machine: the remote `cat` itself must be gone, not merely disconnected.
+    while _alive(pid):
+        assert time.monotonic() - stopped_at < 2.0, "the remote command outlived the Stop"
+        await asyncio.sleep(0.02)
     quick = await transport.run(Script.command("echo", "still here"))
     assert quick.stdout.strip() == "still here"  # the pooled connection is still usable
-    # OpenSSH ignores the KILL signal request: a remote command that writes nothing runs on until it
-    # next touches its closed pipe. Let this one finish (docs/runtime.md says so).
-    os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-    assert pid > 0
+
+
+async def test_a_timed_out_remote_command_is_ended_too(device, fresh_pool, tmp_path_factory):
+    import time
+
+    fifo = tmp_path_factory.mktemp("ssh-pipe") / "never-written"
+    os.mkfifo(fifo)
+    transport = transport_for(device)
+    result = await transport.run(Script.command("cat", str(fifo)), time_limit=0.5)
+    assert result.timed_out and result.exit_status is None
+    deadline = time.monotonic() + 2
+    while (pid := _pid_reading(fifo)) is not None and _alive(pid):
+        assert time.monotonic() < deadline, "the timed-out remote command is still running"
+        await asyncio.sleep(0.02)
+
+
+async def test_a_remote_command_reading_stdin_sees_end_of_file(device, fresh_pool):
+    transport = transport_for(device)
+    # Our side keeps the channel's stdin open (closing it is the stop signal); the command's own
+    # stdin is /dev/null, so a program that reads it ends at once instead of waiting for us.
+    result = await transport.run(Script(((("cat",), ("wc", "-c")),)), time_limit=5)
+    assert result.ok and result.stdout.strip() == "0"
+
+
+def test_the_command_sent_over_ssh_is_the_checked_one_in_the_documented_wrapper():
+    checked = Script(((("ls", "/var/log"), ("grep", "-c", "a;b")),)).render()
+    line = ssh_transport.remote_command_line(checked)
+    head, tail = line.split(checked)
+    assert ssh_transport.remote_command_line("COMMAND") == f"{head}COMMAND{tail}"  # nothing depends on it
+    documented = (Path(__file__).resolve().parents[2] / "docs" / "hosts.md").read_text()
+    assert f"{head}COMMAND{tail}" in documented
 
 
 def _pid_reading(path: Path) -> int | None:
@@ -285,3 +314,12 @@ def _pid_reading(path: Path) -> int | None:
             except OSError:
                 continue
     return None
+
+
+def _alive(pid: int) -> bool:
+    """A zombie (killed, not yet reaped by its parent) counts as gone."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
