@@ -206,17 +206,21 @@ def session_page(sessions: QuerySet[ChatSession], cursor: str | None, size: int 
     return page
 
 
-def llm_usage_by_session(session_ids: list[int]) -> dict[int, dict[str, dict[str, int]]]:
-    """{session: {model: {prompt, completion, calls}}} from the LLMCall rows, in one query."""
-    usage: dict[int, dict[str, dict[str, int]]] = {}
+Usage = dict[str, dict[str, int]]  # {model: {prompt, completion, calls}}
+
+
+def llm_usage_by_session(session_ids: list[int]) -> dict[int, dict[str, Usage]]:
+    """{session: {endpoint: {model: {prompt, completion, calls}}}} from the LLMCall rows, in one
+    query. The endpoint is the organization's LLM endpoint by name ("" is the deployment's own)."""
+    usage: dict[int, dict[str, Usage]] = {}
     rows = (
         LLMCall.objects.filter(session_id__in=session_ids)
-        .values("session_id", "model")
+        .values("session_id", "endpoint", "model")
         .annotate(prompt=Sum("prompt_tokens"), completion=Sum("completion_tokens"), calls=Count("id"))
         .order_by()
     )
     for row in rows:
-        usage.setdefault(row["session_id"], {})[row["model"]] = {
+        usage.setdefault(row["session_id"], {}).setdefault(row["endpoint"], {})[row["model"]] = {
             "prompt": row["prompt"] or 0,
             "completion": row["completion"] or 0,
             "calls": row["calls"],
@@ -224,22 +228,20 @@ def llm_usage_by_session(session_ids: list[int]) -> dict[int, dict[str, dict[str
     return usage
 
 
-def llm_usage_by_endpoint(session_ids: list[int]) -> list[dict]:
-    """[{endpoint, calls, prompt, completion, cost}] over the sessions, one per LLM endpoint ("" is
-    the deployment's own), so an organization sees which endpoint its tokens went to."""
-    by_endpoint: dict[str, dict[str, dict[str, int]]] = {}
-    rows = (
-        LLMCall.objects.filter(session_id__in=session_ids)
-        .values("endpoint", "model")
-        .annotate(prompt=Sum("prompt_tokens"), completion=Sum("completion_tokens"), calls=Count("id"))
-        .order_by()
-    )
-    for row in rows:
-        by_endpoint.setdefault(row["endpoint"], {})[row["model"]] = {
-            "prompt": row["prompt"] or 0,
-            "completion": row["completion"] or 0,
-            "calls": row["calls"],
-        }
+def by_model(by_endpoint: dict[str, Usage] | None) -> Usage:
+    """One session's usage per model, whatever endpoint served it."""
+    merged: Usage = {}
+    for models in (by_endpoint or {}).values():
+        for model, used in models.items():
+            total = merged.setdefault(model, {"prompt": 0, "completion": 0, "calls": 0})
+            for key in total:
+                total[key] += used[key]
+    return merged
+
+
+def endpoint_usage(by_endpoint: dict[str, Usage] | None) -> list[dict]:
+    """[{endpoint, calls, prompt, completion, cost}], one per LLM endpoint, by name, so an
+    organization sees which endpoint its tokens (and money) went to."""
     return [
         {
             "endpoint": name,
@@ -248,13 +250,40 @@ def llm_usage_by_endpoint(session_ids: list[int]) -> list[dict]:
             "completion": sum(m["completion"] for m in models.values()),
             "cost": estimate_cost(models),
         }
-        for name, models in sorted(by_endpoint.items())
+        for name, models in sorted((by_endpoint or {}).items())
     ]
 
 
-def session_summary(row: ChatSession, call_count: int, by_model: dict | None) -> dict:
-    """The facts one list row or tree node shows about a session."""
-    tokens, cost = tokens_and_cost(row, by_model)
+def merge_endpoint_usage(entries: list[dict]) -> list[dict]:
+    """`endpoint_usage` entries of several sessions summed per endpoint (a tree's totals).
+
+    Costs are linear in tokens, so summing the sessions' dollars is the estimate of the summed
+    tokens; "unpriced" (usd None) stays None only when no session's usage there had a price.
+    """
+    merged: dict[str, dict] = {}
+    for entry in entries:
+        total = merged.setdefault(
+            entry["endpoint"],
+            {
+                "endpoint": entry["endpoint"],
+                "calls": 0,
+                "prompt": 0,
+                "completion": 0,
+                "cost": {"usd": None, "unpriced": []},
+            },
+        )
+        for key in ("calls", "prompt", "completion"):
+            total[key] += entry[key]
+        if entry["cost"]["usd"] is not None:
+            total["cost"]["usd"] = round((total["cost"]["usd"] or 0.0) + entry["cost"]["usd"], 6)
+        total["cost"]["unpriced"] = sorted(set(total["cost"]["unpriced"]) | set(entry["cost"]["unpriced"]))
+    return [merged[name] for name in sorted(merged)]
+
+
+def session_summary(row: ChatSession, call_count: int, by_endpoint: dict[str, Usage] | None) -> dict:
+    """The facts one list row or tree node shows about a session (`by_endpoint` is its entry of
+    `llm_usage_by_session`)."""
+    tokens, cost = tokens_and_cost(row, by_model(by_endpoint))
     return {
         "id": row.pk,
         "persona": row.agent_id,
@@ -275,6 +304,7 @@ def session_summary(row: ChatSession, call_count: int, by_model: dict | None) ->
         "tool_calls": call_count,
         "tokens": tokens,
         "cost": cost,
+        "endpoints": endpoint_usage(by_endpoint),
     }
 
 

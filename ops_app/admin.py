@@ -35,7 +35,7 @@ from ops_app.models import (
     TopologyNode,
 )
 from ops_app.tasks import index_knowledge_document
-from ops_app.tenancy import organization_of
+from ops_app.tenancy import organization_of, sees_all_tenants
 
 # --- the managed estate -----------------------------------------------------------------------
 
@@ -521,6 +521,7 @@ class McpToolInline(admin.TabularInline):
 
 class McpServerForm(forms.ModelForm):
     url = forms.URLField(max_length=500, required=False, assume_scheme="http")
+    platform_staff = False  # set per request by the admin
 
     class Meta:
         model = McpServer
@@ -533,6 +534,14 @@ class McpServerForm(forms.ModelForm):
         clash = McpServer.objects.filter(organization=organization, name=name).exclude(pk=self.instance.pk)
         if organization is not None and name and clash.exists():
             raise forms.ValidationError({"name": "Another MCP server of this organization has this name."})
+        # A stdio server runs its command on the Ongrid host: only platform staff may choose that
+        # transport or its command, even where ONGRID_MCP_ALLOW_STDIO is on. An org admin may still
+        # enable, disable or classify the tools of a stdio server staff set up.
+        stdio_edit = {"transport", "command"} & set(self.changed_data)
+        if data.get("transport") == McpServer.Transport.STDIO and stdio_edit and not self.platform_staff:
+            raise forms.ValidationError(
+                {"transport": "Only platform staff may configure an MCP server over stdio."}
+            )
         return data
 
 
@@ -549,6 +558,7 @@ class McpServerAdmin(TenantScopedAdmin):
     def get_form(self, request, obj=None, change=False, **kwargs):
         form = super().get_form(request, obj, change=change, **kwargs)
         form.organization = organization_of(request.user)  # for the duplicate-name check
+        form.platform_staff = sees_all_tenants(request.user)  # stdio is theirs only
         return form
 
     @admin.display(description="tools")

@@ -23,11 +23,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx2
+from django.conf import settings
 from mcp import Client
 from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from mcp.types import CONNECTION_CLOSED
 
 from ops_app.datasources import parse_headers
 from ops_app.models import McpServer
@@ -80,6 +82,13 @@ class RemoteTool:
 
 def _transport(spec: ServerSpec, stack: contextlib.AsyncExitStack) -> Any:
     if spec.transport == McpServer.Transport.STDIO:
+        # Checked again here, not only when the row is saved: turning the setting off stops
+        # every stored stdio server from running, without editing them.
+        if not settings.CONFIG.mcp_allow_stdio:
+            raise McpUnavailable(
+                f"the MCP server {spec.name!r} uses stdio, which is disabled on this Ongrid "
+                "(ONGRID_MCP_ALLOW_STDIO)"
+            )
         argv = shlex.split(spec.command)
         return stdio_client(StdioServerParameters(command=argv[0], args=argv[1:]))
     if spec.transport == McpServer.Transport.SSE:
@@ -114,6 +123,8 @@ async def opened(spec: ServerSpec) -> AsyncIterator[Client]:
                 client = await stack.enter_async_context(
                     Client(_transport(spec, stack), read_timeout_seconds=spec.timeout)
                 )
+        except McpUnavailable:
+            raise
         except Exception as error:  # noqa: BLE001 - every way of failing to connect is "unavailable"
             raise _unavailable(spec, error) from None
         yield client
@@ -169,8 +180,12 @@ class _Session:
                         continue
                     try:
                         result = await operation(client)
-                    except MCPError as error:  # an answer, not a broken session: keep it
-                        if not pending.done():
+                    except MCPError as error:
+                        if error.code == CONNECTION_CLOSED:  # the transport died (SSE says it so)
+                            if not pending.done():
+                                pending.set_exception(_unavailable(self.spec, error))
+                            return
+                        if not pending.done():  # an answer, not a broken session: keep it
                             pending.set_exception(McpCallError(_reason(error)))
                         pending = None
                         continue

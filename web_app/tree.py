@@ -20,7 +20,7 @@ from django.db.models import Q
 from agents_app.models import MutatingProposal
 from agents_app.proposals import describe_proposal
 from audit_app.models import AuditLog
-from audit_app.queries import llm_usage_by_session, session_summary
+from audit_app.queries import llm_usage_by_session, merge_endpoint_usage, session_summary
 from chat_app.models import ChatMessage, ChatSession, MessageRole
 
 SPAWN_TOOL = "AgentTool"  # its spawned session is a worker (a child node), not a review
@@ -260,11 +260,13 @@ def call_detail(call: AuditLog) -> dict:
 
 
 def tree_totals(node: dict) -> dict:
-    """Tokens and cost summed over a whole tree (reviews included)."""
+    """Tokens and cost summed over a whole tree (reviews included), in all and per LLM endpoint."""
     prompt = completion = 0
     usd = 0.0
     unpriced: set[str] = set()
+    endpoints: list[dict] = []
     for each in walk(node):
+        endpoints += each["endpoints"]
         prompt += each["tokens"]["prompt"]
         completion += each["tokens"]["completion"]
         usd += each["cost"]["usd"] or 0.0
@@ -272,6 +274,7 @@ def tree_totals(node: dict) -> dict:
     return {
         "tokens": {"prompt": prompt, "completion": completion, "total": prompt + completion},
         "cost": {"usd": round(usd, 6), "unpriced": sorted(unpriced)},
+        "endpoints": merge_endpoint_usage(endpoints),
     }
 
 

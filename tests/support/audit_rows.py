@@ -49,11 +49,18 @@ def tool_call(chat: ChatSession, tool: str, *, at: datetime | None = None, **fie
 
 
 def llm_call(
-    chat: ChatSession, *, model: str = "gpt-4o-mini", prompt: int = 100, completion: int = 20, at=None
+    chat: ChatSession,
+    *,
+    model: str = "gpt-4o-mini",
+    prompt: int = 100,
+    completion: int = 20,
+    at=None,
+    endpoint: str = "",
 ) -> LLMCall:
     return LLMCall.objects.create(
         organization_id=chat.organization_id,
         session=chat,
+        endpoint=endpoint,
         persona=chat.agent_id,
         provider="openai",
         model=model,

@@ -1,15 +1,18 @@
-"""A real MCP server written with the SDK (`MCPServer`, once called FastMCP), served over
-streamable HTTP by uvicorn in its own process, so a test can also make it disappear.
+"""A real MCP server written with the SDK (`MCPServer`, once called FastMCP), in its own process
+so a test can also make it disappear. It speaks any of the three transports Ongrid supports:
+
+    python -m tests.support.mcp_server http PORT JOURNAL    # streamable HTTP at /mcp (uvicorn)
+    python -m tests.support.mcp_server sse PORT JOURNAL     # the older SSE transport at /sse
+    python -m tests.support.mcp_server stdio JOURNAL        # stdio: Ongrid starts it as a command
 
 Tools: `widget_status` (reads) and `restart_widget` (changes something: it appends a line to the
 journal file, so a test can prove a rejected call never ran).
-
-    python -m tests.support.mcp_server PORT JOURNAL
 """
 
 from __future__ import annotations
 
 import contextlib
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -60,25 +63,47 @@ def _answers(url: str) -> bool:
     return True
 
 
+def _listens(port: int) -> bool:
+    """An SSE endpoint never finishes its answer, so readiness is an accepted connection."""
+    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+        return True
+    return False
+
+
 @contextlib.contextmanager
-def running_mcp_server(workdir: Path) -> Iterator[McpTestServer]:
+def running_mcp_server(workdir: Path, transport: str = "http") -> Iterator[McpTestServer]:
+    """The server over streamable HTTP (`http`, url ends in /mcp) or SSE (`sse`, url ends in /sse)."""
     port = free_port()
     journal = workdir / "journal.txt"
     process = start(
-        [sys.executable, "-m", "tests.support.mcp_server", str(port), str(journal)],
-        workdir / "mcp-server.log",
+        [sys.executable, "-m", "tests.support.mcp_server", transport, str(port), str(journal)],
+        workdir / f"mcp-server-{transport}.log",
     )
-    url = f"http://127.0.0.1:{port}/mcp"
+    if transport == "sse":
+        url, ready = f"http://127.0.0.1:{port}/sse", lambda: _listens(port)
+    else:
+        url = f"http://127.0.0.1:{port}/mcp"
+        ready = lambda: _answers(url)  # noqa: E731
     try:
-        wait_until(lambda: _answers(url), 30, "the MCP test server to listen")
+        wait_until(ready, 30, f"the MCP test server ({transport}) to listen")
         yield McpTestServer(url, journal, process)
     finally:
         stop(process)
 
 
-if __name__ == "__main__":
-    import uvicorn
+def stdio_command(journal: Path) -> str:
+    """The command line an McpServer row runs to start this server over stdio (from the repo root)."""
+    return f"{sys.executable} -m tests.support.mcp_server stdio {journal}"
 
-    port, journal = int(sys.argv[1]), Path(sys.argv[2])
-    app = build(journal).streamable_http_app()
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+
+if __name__ == "__main__":
+    mode = sys.argv[1]
+    if mode == "stdio":
+        build(Path(sys.argv[2])).run("stdio")
+    else:
+        import uvicorn
+
+        port, journal = int(sys.argv[2]), Path(sys.argv[3])
+        server = build(journal)
+        app = server.sse_app() if mode == "sse" else server.streamable_http_app()
+        uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")

@@ -144,15 +144,23 @@ def test_the_session_list_costs_a_fixed_number_of_queries(
         chat = audit_rows.session(org, member, title=f"chat {n}", usage={"prompt_tokens": 5})
         worker = audit_rows.session(org, member, parent=chat, agent_id="specialist-disk")
         audit_rows.tool_call(worker, "host_du_summary")
-        audit_rows.llm_call(worker)
+        audit_rows.llm_call(worker, endpoint=f"endpoint-{n % 3}")
+        audit_rows.llm_call(chat)
     client.force_login(auditor)
     # session, user, role, membership, organization; the page; its call counts; its LLM usage
+    # (per endpoint and model, one query)
     with django_assert_max_num_queries(8):
         page = client.get(reverse("audit-sessions"), {"limit": 200, "tool": "host_du_summary"})
     assert page.content.count(b'class="session-row"') == 2 * size
     with django_assert_max_num_queries(5):
         body = api.get(reverse("api-audit-sessions"), {"limit": 200}).json()
     assert len(body["results"]) == 2 * size
+    assert {row["endpoints"][0]["endpoint"] for row in body["results"]} == {
+        "",
+        "endpoint-0",
+        "endpoint-1",
+        "endpoint-2",
+    }
 
 
 @pytest.mark.parametrize("size", [3, 30])
@@ -166,12 +174,16 @@ def test_a_tree_costs_a_fixed_number_of_queries(
         audit_rows.tool_call(chat, "AgentTool", tool_call_id=f"d{n}")
         audit_rows.tool_call(worker, "host_du_summary")
         audit_rows.gated_write(worker, f"w{n}")
+        audit_rows.llm_call(worker, endpoint=f"endpoint-{n % 3}")
     client.force_login(auditor)
-    # session, user, role, membership, organization, the root; sessions, calls, messages, LLM usage,
-    # LLM usage per endpoint; and the gate's proposals once its model is installed
-    with django_assert_max_num_queries(12):
+    # session, user, role, membership, organization, the root; sessions, calls, messages, LLM usage
+    # (per session, endpoint and model: the totals per endpoint come from it); and the gate's
+    # proposals once its model is installed
+    with django_assert_max_num_queries(11):
         page = client.get(reverse("audit-session", args=[chat.pk]))
     assert page.content.count(b'<strong class="persona">reviewer</strong>') == size
+    # the reviewers' calls on the deployment's endpoint, and the workers' on up to three others
+    assert page.content.count(b'class="endpoint-usage"') == 1 + min(size, 3)
 
 
 def test_model_prices_come_from_the_environment_and_bad_tables_stop_startup():

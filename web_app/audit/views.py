@@ -15,7 +15,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
 from audit_app import queries
-from web_app.tree import build_tree, call_detail, tree_totals, walk
+from web_app.tree import build_tree, call_detail, tree_totals
 
 
 def auditor_required(view):
@@ -69,11 +69,9 @@ def _tree_context(request: HttpRequest, session_id: int) -> dict:
     chat_url = (
         reverse("chat-page", args=[root.pk]) if root is not None and root.user_id == request.user.pk else ""
     )
-    endpoints = queries.llm_usage_by_endpoint([node["id"] for node in walk(tree)])
     return {
         "tree": tree,
         "totals": tree_totals(tree),
-        "endpoints": endpoints,
         "focus": session.pk,
         "chat_url": chat_url,
     }
