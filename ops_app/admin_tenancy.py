@@ -42,7 +42,7 @@ def _is_org_admin_request(request) -> bool:
 
 @admin.register(Organization)
 class OrganizationAdmin(admin.ModelAdmin):
-    list_display = ("name", "slug", "created_at")
+    list_display = ("name", "slug", "timezone", "created_at")
     search_fields = ("name", "slug")
     prepopulated_fields = {"slug": ("name",)}
 

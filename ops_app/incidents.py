@@ -7,7 +7,7 @@ answer in the change history the reviewer and the inventory tools read.
 
 from __future__ import annotations
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from ops_app.change_events import Actor
@@ -85,28 +85,34 @@ def open_manual(
 ) -> tuple[Incident, bool]:
     """Open a `manual` incident unless one with the same fingerprint is still open; returns
     (incident, created). Callers that repeat a finding (scheduled inspections) pass a stable
-    fingerprint so the same problem never opens a second incident while the first is unresolved."""
+    fingerprint so the same problem never opens a second incident while the first is unresolved.
+
+    Two callers racing with the same fingerprint both find nothing open; the partial unique
+    constraint `incident_org_open_manual_uniq` lets one insert win, and the loser, blocked until
+    the winner commits, gets the winner's incident instead of a twin."""
+    fingerprint = fingerprint[:64]
     with transaction.atomic():
-        existing = (
-            Incident.objects.for_organization(organization_id)
-            .select_for_update()
-            .filter(source=Incident.Source.MANUAL, fingerprint=fingerprint)
-            .exclude(status=Incident.Status.RESOLVED)
-            .first()
-        )
+        existing = _open_manual(organization_id, fingerprint)
         if existing is not None:
             return existing, False
         now = timezone.now()
-        incident = Incident.objects.create(
-            organization_id=organization_id,
-            title=title[:300],
-            summary=summary,
-            severity=severity,
-            status=Incident.Status.FIRING,
-            started_at=now,
-            source=Incident.Source.MANUAL,
-            fingerprint=fingerprint[:64],
-        )
+        try:
+            with transaction.atomic():  # a savepoint: the outer transaction survives a lost race
+                incident = Incident.objects.create(
+                    organization_id=organization_id,
+                    title=title[:300],
+                    summary=summary,
+                    severity=severity,
+                    status=Incident.Status.FIRING,
+                    started_at=now,
+                    source=Incident.Source.MANUAL,
+                    fingerprint=fingerprint,
+                )
+        except IntegrityError:
+            existing = _open_manual(organization_id, fingerprint)
+            if existing is None:
+                raise
+            return existing, False
         if actor is not None:
             ChangeEvent.objects.create(
                 organization_id=organization_id,
@@ -121,3 +127,13 @@ def open_manual(
                 after={"status": incident.status},
             )
         return incident, True
+
+
+def _open_manual(organization_id: int, fingerprint: str) -> Incident | None:
+    return (
+        Incident.objects.for_organization(organization_id)
+        .select_for_update()
+        .filter(source=Incident.Source.MANUAL, fingerprint=fingerprint)
+        .exclude(status=Incident.Status.RESOLVED)
+        .first()
+    )

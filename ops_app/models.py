@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from zoneinfo import available_timezones
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
@@ -16,6 +18,11 @@ class Organization(models.Model):
 
     name = models.CharField(max_length=200, unique=True)
     slug = models.SlugField(max_length=80, unique=True)
+    timezone = models.CharField(
+        max_length=64,
+        default="UTC",
+        help_text="IANA zone the organization works in (e.g. Europe/Madrid): new schedules run on its clock.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -23,6 +30,10 @@ class Organization(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        if self.timezone not in available_timezones():
+            raise ValidationError({"timezone": f"Unknown time zone {self.timezone!r}."})
 
 
 class Membership(models.Model):
@@ -239,7 +250,18 @@ class Incident(TenantModel):
                 condition=models.Q(source="alertmanager") & ~models.Q(status="resolved"),
                 name="incident_org_open_group_uniq",
                 violation_error_message="This Alertmanager group already has an open incident.",
-            )
+            ),
+            # One open manual incident per fingerprint (a repeated inspection problem): two
+            # concurrent reports of the same problem cannot open twins. Blank fingerprints
+            # (incidents opened by hand, curated estates) are not constrained.
+            models.UniqueConstraint(
+                fields=["organization", "fingerprint"],
+                condition=models.Q(source="manual")
+                & ~models.Q(status="resolved")
+                & ~models.Q(fingerprint=""),
+                name="incident_org_open_manual_uniq",
+                violation_error_message="This problem already has an open incident.",
+            ),
         ]
 
     def __str__(self) -> str:

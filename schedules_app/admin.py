@@ -9,6 +9,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from ops_app.admin_mixins import ReadOnlyTenantAdmin, TenantScopedAdmin
+from ops_app.tenancy import organization_of
 from schedules_app import dispatching, scheduler
 from schedules_app.models import Report, Schedule, ScheduleRun
 
@@ -34,6 +35,14 @@ class ScheduleAdmin(TenantScopedAdmin):
     def timetable(self, obj: Schedule) -> str:
         when = f"cron {obj.cron}" if obj.cron else f"every {obj.interval_minutes} min"
         return f"{when} ({obj.timezone})"
+
+    def get_changeform_initial_data(self, request):
+        """A new schedule starts on its organization's clock; the admin may override the zone."""
+        initial = super().get_changeform_initial_data(request)
+        organization = organization_of(request.user)
+        if organization is not None:
+            initial.setdefault("timezone", organization.timezone)
+        return initial
 
     def save_model(self, request, obj, form, change):
         if obj.kind == Schedule.Kind.REPORT:

@@ -14,6 +14,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 
 from ops_app.encryption import EncryptedTextField
+from ops_app.models import Organization
 from ops_app.tenancy import TenantModel
 from schedules_app import timing
 
@@ -45,7 +46,11 @@ class Schedule(TenantModel):
     interval_minutes = models.PositiveIntegerField(
         null=True, blank=True, help_text="Or: every N minutes (leave the cron expression empty)."
     )
-    timezone = models.CharField(max_length=64, default="UTC", help_text='e.g. "Europe/Madrid".')
+    timezone = models.CharField(
+        max_length=64,
+        blank=True,
+        help_text='e.g. "Europe/Madrid". Leave blank for the organization\'s time zone (filled in on save).',
+    )
     enabled = models.BooleanField(default=True)
     open_incidents = models.BooleanField(
         default=True, help_text="Inspections: a `problem` finding opens an incident (once per problem)."
@@ -75,14 +80,25 @@ class Schedule(TenantModel):
             errors["cron"] = "Give either a cron expression or an interval, not both."
         elif self.cron and not timing.valid_cron(self.cron):
             errors["cron"] = f"{self.cron!r} is not a valid cron expression."
-        try:
-            zoneinfo.ZoneInfo(self.timezone)
-        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-            errors["timezone"] = f"Unknown time zone {self.timezone!r}."
+        if self.timezone:
+            try:
+                zoneinfo.ZoneInfo(self.timezone)
+            except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+                errors["timezone"] = f"Unknown time zone {self.timezone!r}."
         if self.kind == self.Kind.INSPECTION and not self.prompt.strip():
             errors["prompt"] = "An inspection needs a prompt."
         if errors:
             raise ValidationError(errors)
+
+    def save(self, *args, **kwargs) -> None:
+        """A schedule without its own zone takes the organization's, once, when saved: the
+        organization's zone is the default for new schedules, a schedule's own zone overrides it."""
+        if not self.timezone:
+            zone = Organization.objects.filter(pk=self.organization_id).values_list("timezone", flat=True)
+            self.timezone = zone.first() or "UTC"
+            if kwargs.get("update_fields") is not None:
+                kwargs["update_fields"] = {*kwargs["update_fields"], "timezone"}
+        super().save(*args, **kwargs)
 
     @property
     def recipients(self) -> list[str]:

@@ -7,9 +7,11 @@ from django.urls import reverse
 
 from chat_app.models import ChatSession, SessionKind
 from fakes.openai_server import call, text, tool_calls
+from incidents_app.models import Investigation, InvestigationPolicy
 from ops_app.models import Incident
 from schedules_app import runner, scheduler
 from schedules_app.models import ScheduleRun
+from tests.support.investigations import INVESTIGATOR, enable_auto, wait_finished
 from tests.support.schedules import make_schedule
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -98,3 +100,36 @@ def test_members_and_auditors_see_the_run_and_another_organization_does_not(
     client.force_login(outsider)
     assert client.get(url).status_code == 404
     assert "disk check" not in client.get(reverse("reports")).content.decode()
+
+
+def test_a_problems_incident_is_investigated_through_the_investigations_policy(org, agents_llm, settings):
+    enable_auto(settings)
+    agents_llm.add(INVESTIGATOR, text("Nothing conclusive: /var/log grows, no cause found."))
+    schedule = make_schedule(org)
+    script_finding(agents_llm, PROBLEM)
+    first = run_once(schedule)
+
+    # The incident the problem opened is picked up like any other: manual source, severity from the
+    # finding (a problem is critical, over the default policy's `high` threshold).
+    incident = first.incident
+    assert (incident.source, incident.severity) == ("manual", "critical")
+    investigation = wait_finished(Investigation.objects.get(incident=incident).pk)
+    assert investigation.trigger == Investigation.Trigger.MANUAL
+    assert investigation.status == "inconclusive"
+    assert f"incident #{incident.pk}" in agents_llm.seen[INVESTIGATOR][0].messages[1]["content"]
+
+    # The same problem again links to the open incident: no second incident, no second investigation.
+    script_finding(agents_llm, PROBLEM)
+    second = run_once(schedule)
+    assert (second.incident_id, second.incident_opened) == (incident.pk, False)
+    assert Investigation.objects.filter(incident__organization=org).count() == 1
+
+
+def test_a_policy_that_is_off_leaves_the_problems_incident_to_a_human(org, agents_llm, settings):
+    enable_auto(settings)
+    InvestigationPolicy.objects.create(organization=org, enabled=False)
+    schedule = make_schedule(org)
+    script_finding(agents_llm, PROBLEM)
+    run = run_once(schedule)
+    assert run.incident_opened
+    assert not Investigation.objects.filter(incident=run.incident_id).exists()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
+import zoneinfo
 
 import pytest
 from django.db import connection
@@ -120,3 +121,37 @@ def test_run_now_in_the_admin_runs_the_schedule_at_once(client, org, org_admin, 
     assert schedule.next_run_at == dt.datetime(2026, 3, 2, 10, 0, tzinfo=dt.UTC)  # the timetable is untouched
     page = client.get(reverse("admin:schedules_app_schedule_changelist")).content.decode()
     assert "Last run" in page and "Next run" in page
+
+
+@pytest.mark.django_db
+def test_new_schedules_run_on_the_organizations_clock_unless_they_name_their_own(client, org, org_admin):
+    org.timezone = "Europe/Madrid"
+    org.save(update_fields=["timezone"])
+    client.force_login(org_admin)
+    add = reverse("admin:schedules_app_schedule_add")
+    assert 'value="Europe/Madrid"' in client.get(add).content.decode()  # the form starts on the org's zone
+    form = {
+        "kind": "inspection",
+        "enabled": "on",
+        "persona": "specialist-disk",
+        "prompt": "Check free space.",
+        "open_incidents": "on",
+        "period": "weekly",
+        "cron": "0 7 * * *",
+        "interval_minutes": "",
+        "email_to": "",
+        "webhook_url": "",
+        "webhook_secret": "",
+    }
+    for name, zone in (("left blank", ""), ("own zone", "America/New_York")):
+        response = client.post(add, {**form, "name": name, "timezone": zone})
+        assert response.status_code == 302, response.content.decode()[:2000]
+
+    inherited = Schedule.objects.get(name="left blank")
+    own = Schedule.objects.get(name="own zone")
+    assert inherited.timezone == "Europe/Madrid" and own.timezone == "America/New_York"
+    # 07:00 on each one's own clock, whatever the season.
+    assert inherited.next_run_at.astimezone(zoneinfo.ZoneInfo("Europe/Madrid")).hour == 7
+    assert own.next_run_at.astimezone(zoneinfo.ZoneInfo("America/New_York")).hour == 7
+    # A schedule made in code without a zone takes the organization's too (reports' periods use it).
+    assert make_schedule(org, "coded").timezone == "Europe/Madrid"
