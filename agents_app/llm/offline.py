@@ -689,8 +689,10 @@ def _record(value: Any) -> str:
         elif isinstance(item, list):
             item = ", ".join(_label(i) for i in item[:MAX_ITEMS])
         fields.append(f"{key} {item}")
-    head = value.get("name") or value.get("title") or ""
-    return f"{head} ({'; '.join(fields)})"[: 3 * MAX_TEXT] if fields else _label(value)
+    if not fields:
+        return _label(value)
+    head = value.get("name") or value.get("title")
+    return (f"{head} ({'; '.join(fields)})" if head else "; ".join(fields))[: 3 * MAX_TEXT]
 
 
 def describe(content: str) -> list[str]:
