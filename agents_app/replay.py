@@ -134,6 +134,12 @@ def registered(organization_id: int) -> Replay | None:
         return _replays.get(organization_id)
 
 
+def registered_organizations() -> list[int]:
+    """The organizations whose tool calls are being replayed right now (none outside an eval run)."""
+    with _lock:
+        return sorted(_replays)
+
+
 @contextmanager
 def replaying(organization_id: int, replay: Replay) -> Iterator[Replay]:
     """Register `replay` for the block; it is removed afterwards whatever happened."""

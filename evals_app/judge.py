@@ -28,8 +28,11 @@ class Verdict:
     passed: bool
     reason: str
     model: str
+    error: str = ""  # the judge could not be asked: no verdict, the deterministic checks decide alone
 
     def as_dict(self) -> dict:
+        if self.error:
+            return {"verdict": "error", "reason": "", "model": self.model, "error": self.error}
         return {"verdict": "pass" if self.passed else "fail", "reason": self.reason, "model": self.model}
 
 
@@ -80,5 +83,7 @@ async def judge(scenario: Scenario, answer: str, provider: OpenAIProvider) -> Ve
             if isinstance(event, LLMCompletion):
                 completion = event
     except LLMError as error:
-        return Verdict(False, f"the judge could not be asked: {error.message}", model)
+        # An unreachable or failing judge is not a verdict on the answer: it must not turn a run
+        # that passed every check into a failure, nor hide that the judge was not heard.
+        return Verdict(False, "", model, error=f"the judge could not be asked: {error.message}")
     return parse_verdict(completion.text if completion else "", model)

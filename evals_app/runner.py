@@ -1,10 +1,11 @@
 """Running scenarios: one ordinary chat turn per scenario, in its own throwaway organization.
 
 For each run the runner creates the scenario's organization and estate, registers the scenario's
-recordings for that organization (`agents_app/replay.py`), asks the question through the runtime
-exactly as the chat page would (the review gate, budgets and audit included), reads back what
-happened and grades it. The recordings are unregistered when the turn ends and the organization
-is removed afterwards, unless `keep` asks to leave it for browsing in the audit pages.
+recordings for that organization (`agents_app/replay.py`; not in a live run, whose tools reach the
+real back ends), asks the question through the runtime exactly as the chat page would (the review
+gate, budgets and audit included), reads back what happened and grades it. The recordings are
+unregistered when the turn ends and the organization is removed afterwards, unless `keep` asks to
+leave it for browsing in the audit pages.
 """
 
 from __future__ import annotations
@@ -107,6 +108,7 @@ class RunOptions:
     parallel: int = 1
     keep: bool = False  # leave each organization (and its sessions) in place for the audit pages
     judge_provider: object | None = None  # an OpenAIProvider for the judge, or None: no judge
+    live: bool = False  # no recordings: the tools reach the real back ends (docs/evals.md, "Live runs")
 
 
 def question_of(scenario: Scenario, sandbox: Sandbox) -> str:
@@ -124,7 +126,8 @@ async def _ask(sandbox: Sandbox, scenario: Scenario) -> int:
 
 
 def score_of(checks: list[Check], verdict: dict | None) -> tuple[bool, float]:
-    outcomes = [c.passed for c in checks] + ([verdict["verdict"] == "pass"] if verdict else [])
+    judged = verdict is not None and verdict["verdict"] in ("pass", "fail")  # "error": no verdict
+    outcomes = [c.passed for c in checks] + ([verdict["verdict"] == "pass"] if judged else [])
     if not outcomes:
         return False, 0.0
     return all(outcomes), round(sum(outcomes) / len(outcomes), 3)
@@ -139,9 +142,12 @@ async def run_scenario(scenario: Scenario, attempt: int, options: RunOptions) ->
     result.organization = sandbox.organization_slug
     clock = time.monotonic()
     try:
-        replay = Replay(scenario.recordings, replayed_tools(), scenario.name)
-        with replaying(sandbox.organization_id, replay):
+        if options.live:
             session_id = await _ask(sandbox, scenario)
+        else:
+            replay = Replay(scenario.recordings, replayed_tools(), scenario.name)
+            with replaying(sandbox.organization_id, replay):
+                session_id = await _ask(sandbox, scenario)
         result.latency_s = round(time.monotonic() - clock, 3)
         evidence: Evidence = await sync_to_async(collect)(session_id)
         result.checks = grade(scenario, evidence, known_tools())

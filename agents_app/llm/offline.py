@@ -206,15 +206,84 @@ def words(text: str) -> set[str]:
     return found
 
 
-# Symptoms people type, and the words the personas and tools use for them.
-_CONCEPTS = {
-    frozenset({"fail", "failing", "failed", "failure", "error", "down", "broken", "outage", "500", "502",
-               "503", "5xx", "crash", "crashing", "firing", "alert", "page", "paged"}):
-        {"incident", "root", "cause", "alert"},
-    frozenset({"slow", "latency", "timeout", "timing"}): {"latency", "incident"},
-    frozenset({"full", "space", "inode"}): {"disk", "filesystem"},
-    frozenset({"cpu", "memory", "oom", "load", "swap"}): {"host", "load", "process"},
-}  # fmt: skip
+# Symptoms people type, and the words the personas and tools use for them (matched after `words`
+# singularises: "erreurs" is "erreur"). Domain concepts say *what* is wrong (a certificate, a name
+# lookup, a full disk, memory)…
+_DOMAIN_CONCEPTS = {
+    frozenset(
+        {
+            "certificate",
+            "cert",
+            "ssl",
+            "tls",
+            "handshake",
+            "x509",
+            "expired",
+            "expiry",
+            "https",
+            "certificado",
+            "certificat",
+        }
+    ): {"tls", "http"},
+    frozenset({"dns", "resolve", "resolution", "resolver", "nxdomain", "resolución", "résolution"}): {
+        "dns",
+        "reachability",
+    },
+    frozenset({"reach", "unreachable", "connect", "refused", "partition"}): {"reachability", "connectivity"},
+    frozenset({"full", "space", "inode", "disco", "lleno", "espacio", "disque", "plein", "espace"}): {
+        "disk",
+        "filesystem",
+    },
+    frozenset(
+        {
+            "cpu",
+            "memory",
+            "oom",
+            "load",
+            "swap",
+            "memoria",
+            "mémoire",
+            "carga",
+            "charge",
+            "processus",
+            "proceso",
+        }
+    ): {"host", "load", "process"},
+}
+# …generic ones only that *something* is (it fails, errors, is slow).
+_FAILURE_CONCEPTS = {
+    frozenset(
+        {
+            "fail",
+            "failing",
+            "failed",
+            "failure",
+            "error",
+            "down",
+            "broken",
+            "outage",
+            "500",
+            "502",
+            "503",
+            "5xx",
+            "crash",
+            "crashing",
+            "firing",
+            "alert",
+            "page",
+            "paged",
+            "falla",
+            "fallo",
+            "errore",
+            "caído",
+            "erreur",
+            "panne",
+            "échoue",
+        }
+    ): {"incident", "root", "cause", "alert"},
+    frozenset({"slow", "latency", "timeout", "timing", "lento", "lent", "lente"}): {"latency", "incident"},
+}
+_CONCEPTS = {**_DOMAIN_CONCEPTS, **_FAILURE_CONCEPTS}
 
 
 def request_words(text: str) -> set[str]:
@@ -224,6 +293,22 @@ def request_words(text: str) -> set[str]:
         if found & symptoms:
             found |= concepts
     return found
+
+
+def routing_words(text: str) -> set[str]:
+    """The concepts a request implies for routing. A domain symptom outranks a generic one: in
+    "certificate error" the error is the certificate's, so the request does not also read as an
+    incident to investigate; "checkout is failing" alone does."""
+    found = words(text)
+    implied: set[str] = set()
+    for symptoms, concepts in _DOMAIN_CONCEPTS.items():
+        if found & symptoms:
+            implied |= concepts
+    if not implied:
+        for symptoms, concepts in _FAILURE_CONCEPTS.items():
+            if found & symptoms:
+                implied |= concepts
+    return implied - found
 
 
 def parse_catalog(system_prompt: str) -> list[CatalogEntry]:
@@ -247,7 +332,7 @@ def best_specialist(request: str, catalog: list[CatalogEntry]) -> CatalogEntry |
     """Word overlap weighted name 3 / description 2 / when-to-use 1; the concepts a symptom stands
     for count half, so the user's own words win; ties go to the first name A→Z."""
     asked = words(request)
-    implied = request_words(request) - asked
+    implied = routing_words(request)
 
     def overlap(found: set[str], entry: CatalogEntry) -> int:
         return (
@@ -379,6 +464,67 @@ def pick_tool_calls(request: str, tools: list[dict], first_id: int = 1) -> list[
     ]
 
 
+# A question that asks to list or look up records of the estate ("which incidents are open?", "what
+# role does node-07 have?") is answered by the coordinator with one inventory call, not dispatched.
+_LOOKUP_OPENERS = {"which", "what", "list", "show", "who", "how", "give", "cuál", "cuáles", "qué", "lista",
+                   "muestra", "quel", "quels", "quelle", "quelles", "liste", "montre", "affiche"}  # fmt: skip
+_OPEN_WORDS = {"open", "active", "firing", "current", "unresolved", "abierto", "abierta", "activo", "ouvert",
+               "ouverte", "actif"}  # fmt: skip
+# (words that name the record, the tool that lists it), first match wins.
+_LOOKUPS = (
+    ({"incident", "incidente", "incidencia"}, "query_incidents"),
+    ({"rule", "regla", "règle"}, "query_alert_rules"),
+    (
+        {
+            "device",
+            "host",
+            "server",
+            "role",
+            "address",
+            "ip",
+            "label",
+            "owner",
+            "own",
+            "dispositivo",
+            "servidor",
+            "rol",
+            "dirección",
+            "appareil",
+            "serveur",
+            "rôle",
+            "adresse",
+        },
+        "query_devices",
+    ),  # fmt: skip
+    ({"change", "changed", "cambio", "changement"}, "query_change_events"),
+)
+
+
+def direct_lookup(request: str, tools: list[dict], first_id: int = 1) -> list[ToolCall]:
+    """The one inventory call that answers a plain look-up question, or [] when the request is not
+    one: it must open like a question or a "list/show", name a kind of record, and carry no symptom
+    or "why" (those are investigations for a specialist)."""
+    tokens = re.findall(r"\w+", request.lower())
+    asked = words(request)
+    if not tokens or tokens[0] not in _LOOKUP_OPENERS or {"why", "por", "pourquoi", "cause"} & set(tokens):
+        return []
+    symptoms = set().union(*_CONCEPTS)
+    names = {spec.get("function", {}).get("name") for spec in tools}
+    facts = Facts.of(request)
+    for nouns, tool in _LOOKUPS:
+        if not asked & nouns or (asked - nouns) & symptoms:
+            continue
+        arguments: dict = {}
+        if tool == "query_incidents" and asked & _OPEN_WORDS and "get_active_incidents" in names:
+            tool = "get_active_incidents"
+        elif tool == "query_devices" and facts.devices:
+            arguments = {"name": facts.devices[0]}
+        if tool in names:
+            raw = json.dumps(arguments, ensure_ascii=False)
+            return [ToolCall(id=f"offline_{first_id}", name=tool, arguments_raw=raw)]
+    return []
+
+
 def dispatch(entry: CatalogEntry, request: str, call_id: str = "offline_1") -> ToolCall:
     facts = Facts.of(request)
     context = ""
@@ -473,14 +619,38 @@ def _worker_report(content: str, language: str = "en") -> str:
     return text
 
 
-def summarise(results: list[tuple[str, str]], language: str = "en") -> str:
+_TARGET_KEYS = ("device", "host", "server", "node", "target", "instance")
+
+
+def call_targets(conversation: list[dict]) -> list[str]:
+    """The device each call of the last tool-call step ran on ("" for none), in the order of its
+    results, so a summary can say where each reading comes from."""
+    step = next(
+        (m for m in reversed(conversation) if m.get("role") == "assistant" and m.get("tool_calls")), None
+    )
+    targets = []
+    for call in (step or {}).get("tool_calls") or []:
+        try:
+            arguments = json.loads(call.get("function", {}).get("arguments") or "{}")
+        except ValueError:
+            arguments = {}
+        found = next(
+            (arguments[k] for k in _TARGET_KEYS if isinstance(arguments, dict) and arguments.get(k)), ""
+        )
+        targets.append(str(found))
+    return targets
+
+
+def summarise(results: list[tuple[str, str]], language: str = "en", targets: list[str] | None = None) -> str:
     label = phrase(language, "label")
     if results and all(name == "AgentTool" for name, _ in results):
         body = "\n\n".join(_worker_report(content, language)[:3000] for _, content in results)
         return f"{phrase(language, 'found')}\n\n{body}\n\n{label}"
     lines = [phrase(language, "ran", count=len(results)), ""]
-    for name, content in results:
-        lines.extend([f"**`{name}`**", ""])  # the blank line makes the bullets a Markdown list
+    targets = targets or []
+    for index, (name, content) in enumerate(results):
+        where = f" — {targets[index]}" if index < len(targets) and targets[index] else ""
+        lines.extend([f"**`{name}`**{where}", ""])  # the blank line makes the bullets a Markdown list
         lines.extend(describe(content))
         lines.append("")
     lines.append(label)
@@ -505,6 +675,26 @@ def _label(value: Any) -> str:
     return str(value)[:MAX_TEXT]
 
 
+def _record(value: Any) -> str:
+    """A single record in full (its name, then its other fields): the answer to "what role does
+    node-07 have?" is in the fields a one-line label leaves out."""
+    if not isinstance(value, dict):
+        return _label(value)
+    fields = []
+    for key, item in value.items():
+        if item in (None, "", [], {}) or key in ("id", "name", "title"):
+            continue
+        if isinstance(item, dict):
+            item = ", ".join(f"{k}={v}" for k, v in item.items())
+        elif isinstance(item, list):
+            item = ", ".join(_label(i) for i in item[:MAX_ITEMS])
+        fields.append(f"{key} {item}")
+    if not fields:
+        return _label(value)
+    head = value.get("name") or value.get("title")
+    return (f"{head} ({'; '.join(fields)})" if head else "; ".join(fields))[: 3 * MAX_TEXT]
+
+
 def describe(content: str) -> list[str]:
     """A tool result as a few Markdown bullets a person can read; plain text is excerpted."""
     try:
@@ -516,7 +706,9 @@ def describe(content: str) -> list[str]:
         data = {"result": data}
     bullets = []
     for key, value in list(data.items())[:MAX_FIELDS]:
-        if isinstance(value, list):
+        if isinstance(value, list) and len(value) == 1:
+            bullets.append(f"- {key}: {_record(value[0])}")
+        elif isinstance(value, list):
             shown = "; ".join(_label(item) for item in value[:MAX_ITEMS])
             more = f" (+{len(value) - MAX_ITEMS} more)" if len(value) > MAX_ITEMS else ""
             bullets.append(f"- {key}: {shown or 'none'}{more}")
@@ -621,9 +813,12 @@ def respond(messages: list[dict], tools: list[dict]) -> LLMCompletion:
             calls = pick_tool_calls(_with_devices(request, readings), others, first_id)
             if calls:
                 return LLMCompletion(text="", tool_calls=calls, finish_reason="tool_calls")
-        return _final(_answer(summarise(_trailing_results(conversation), language), request, readings,
-                              language, coordinator))  # fmt: skip
+        summary = summarise(_trailing_results(conversation), language, call_targets(conversation))
+        return _final(_answer(summary, request, readings, language, coordinator))
     if coordinator:
+        lookup = direct_lookup(request, tools, first_id)
+        if lookup:
+            return LLMCompletion(text="", tool_calls=lookup, finish_reason="tool_calls")
         entry = best_specialist(request, parse_catalog(system))
         if entry is not None:
             call = dispatch(entry, request, f"offline_{first_id}")

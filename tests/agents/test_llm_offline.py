@@ -217,3 +217,66 @@ def test_tool_results_are_summarised_as_readable_bullets():
         "- total: 5",
     ]
     assert describe("plain\n\ntext output") == ["- plain", "- text output"]
+
+
+def test_a_domain_symptom_outranks_a_generic_one_in_routing():
+    """A "certificate error" is a TLS question for the network specialist, not an incident to
+    investigate; a failure with no domain word still goes to the investigator."""
+    from agents_app.catalog import agent_catalog
+    from agents_app.registry import file_registry
+
+    catalog = parse_catalog(agent_catalog(file_registry().all()))
+    expected = {
+        "Browsers show a certificate error for https://shop.example.com. Check lb-01.": "specialist-network",
+        "app-01 fails with 'temporary failure in name resolution'": "specialist-network",
+        "Writes fail on mx-01 with 'No space left on device'": "specialist-disk",
+        "El disco de db-03 está lleno. ¿Qué lo está llenando?": "specialist-disk",
+        "Checkout returns 502 for 9% of requests. Why?": "incident-investigator",
+    }
+    assert {q: best_specialist(q, catalog).name for q in expected} == expected
+
+
+INVENTORY_TOOLS = [
+    {"type": "function", "function": {"name": name, "description": "", "parameters": {}}}
+    for name in ("AgentTool", "query_incidents", "get_active_incidents", "query_devices", "query_alert_rules")
+]
+
+
+@pytest.mark.parametrize(
+    ("question", "tool", "arguments"),
+    [
+        ("Which incidents are open right now?", "get_active_incidents", {}),
+        ("List all incidents", "query_incidents", {}),
+        ("What role does node-07 have and what is its address?", "query_devices", {"name": "node-07"}),
+        ("¿Cuáles incidentes están abiertos?", "get_active_incidents", {}),
+    ],
+)
+def test_lookup_questions_are_answered_directly_without_dispatch(question, tool, arguments):
+    messages = [{"role": "system", "content": CATALOG}, {"role": "user", "content": question}]
+    from agents_app.llm.offline import respond
+
+    completion = respond(messages, INVENTORY_TOOLS)
+    assert [(c.name, json.loads(c.arguments_raw)) for c in completion.tool_calls] == [(tool, arguments)]
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["Why are incidents piling up?", "Which host has a full disk?", "incident 42 is open, find its cause"],
+)
+def test_symptoms_and_why_questions_are_still_dispatched(question):
+    from agents_app.llm.offline import respond
+
+    messages = [{"role": "system", "content": CATALOG}, {"role": "user", "content": question}]
+    assert [c.name for c in respond(messages, INVENTORY_TOOLS).tool_calls] == ["AgentTool"]
+
+
+def test_a_single_record_is_summarised_with_its_fields_and_readings_say_where_they_ran():
+    from agents_app.llm.offline import describe, summarise
+
+    device = {"id": 7, "name": "node-07", "address": "192.0.2.77", "labels": {"role": "kafka-broker"}}
+    assert describe(json.dumps({"total": 1, "devices": [device]})) == [
+        "- total: 1",
+        "- devices: node-07 (address 192.0.2.77; labels role=kafka-broker)",
+    ]
+    text = summarise([("host_probe_http", '{"ok": false}')], targets=["lb-01"])
+    assert "**`host_probe_http`** — lb-01" in text

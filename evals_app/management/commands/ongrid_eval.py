@@ -59,6 +59,9 @@ class Command(BaseCommand):
         parser.add_argument("--baseline", help="a previous results.json to compare with")
         parser.add_argument("--output", help="directory for the reports (default var/evals/<timestamp>)")
         parser.add_argument("--scenarios", help="scenario directory (default evals/scenarios)")
+        parser.add_argument(
+            "--live", action="store_true", help="no recordings: tools query the real back ends"
+        )
         parser.add_argument("--keep", action="store_true", help="keep each organization for the audit pages")
         parser.add_argument("--list", action="store_true", help="list the selected scenarios and stop")
 
@@ -82,10 +85,12 @@ class Command(BaseCommand):
             repeat=options["repeat"],
             parallel=options["parallel"],
             keep=options["keep"],
+            live=options["live"],
             judge_provider=judge_provider(judge_model, options["judge_base_url"]) if judge_model else None,
         )
         started = datetime.now(UTC)
-        self.stderr.write(f"{len(scenarios)} scenario(s) × {options['repeat']} with model {model}")
+        mode = "live back ends" if options["live"] else "recordings"
+        self.stderr.write(f"{len(scenarios)} scenario(s) × {options['repeat']} with model {model} ({mode})")
         results = asyncio.run(run_suite(scenarios, run_options, self._progress))
         self.stderr.write("")
         meta = {
@@ -95,6 +100,7 @@ class Command(BaseCommand):
             "finished_at": datetime.now(UTC).isoformat(),
             "repeat": options["repeat"],
             "selection": options["only"],
+            "live": options["live"],
         }
         document = reports.as_document(results, meta)
         if baseline is not None:
