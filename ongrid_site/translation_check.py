@@ -150,20 +150,14 @@ def _catalog_problems(catalog: Path, name: str) -> list[str]:
         problems.append(f"{name}: {counts['untranslated']} untranslated message(s)")
     if counts.get("fuzzy"):
         problems.append(f"{name}: {counts['fuzzy']} fuzzy message(s)")
-    if problems:
-        listing = subprocess.run(
-            [
-                "msgattrib",
-                "--untranslated",
-                "--only-fuzzy" if counts.get("fuzzy") else "--untranslated",
-                "--no-wrap",
-                str(catalog),
-            ],
-            capture_output=True,
-            text=True,
-        ).stdout
-        ids = re.findall(r'^msgid "(.+)"$', listing, re.MULTILINE)[:10]
-        problems += [f"    {msgid}" for msgid in ids]
+    for kind, flag in (("untranslated", "--untranslated"), ("fuzzy", "--only-fuzzy")):
+        if counts.get(kind):
+            listing = subprocess.run(
+                ["msgattrib", flag, "--no-wrap", str(catalog)], capture_output=True, text=True
+            ).stdout
+            problems += [
+                f"    {msgid}" for msgid in re.findall(r'^msgid "(.+)"$', listing, re.MULTILINE)[:10]
+            ]
     return problems
 
 

@@ -39,7 +39,7 @@ class Membership(models.Model):
     language = models.CharField(
         max_length=16,
         blank=True,
-        help_text="Language of the pages and the agents' replies (en, es, fr, zh-hans); blank: the browser's.",
+        help_text="Language of the pages and the agents' replies (en, es, fr, zh-hans); blank: the browser's",
     )
 
     class Meta:

@@ -14,7 +14,7 @@ class Migration(migrations.Migration):
             name="language",
             field=models.CharField(
                 blank=True,
-                help_text="Language of the pages and the agents' replies (en, es, fr, zh-hans); blank: the browser's.",
+                help_text="Language of the pages and the agents' replies (en, es, fr, zh-hans); blank: the browser's",
                 max_length=16,
             ),
         ),
