@@ -66,12 +66,14 @@ async def run_agent(
     catalog: str | None = None,
     model: str | None = None,
     recorder: LLMRecorder | None = None,
+    language_line: str = "",
 ) -> AgentResult:
     """Run one agent turn to its end; never raises for LLM or tool misbehaviour."""
     run = _AgentRun(
         persona, messages, tools, ctx, provider, sink, cancel, base_prompt, skills, catalog, model
     )
     run.recorder = recorder
+    run.language_line = language_line
     return await run.execute()
 
 
@@ -99,6 +101,7 @@ class _AgentRun:
         self.max_turns = max(1, persona.max_turns or 1)
         self.budget = persona.max_tool_calls
         self.recorder: LLMRecorder | None = None
+        self.language_line = ""
         self.doing = "starting"
 
     async def execute(self) -> AgentResult:
@@ -119,7 +122,7 @@ class _AgentRun:
     # -- LLM -------------------------------------------------------------------------------------
 
     def _llm_messages(self, note: str | None = None) -> list[dict]:
-        reminder = system_reminder(self.persona, self.catalog)
+        reminder = system_reminder(self.persona, self.catalog, self.language_line)
         tail = [{"role": "system", "content": reminder}]
         if note:
             tail.append({"role": "system", "content": note})

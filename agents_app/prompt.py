@@ -35,7 +35,7 @@ def catalog_names(catalog: str | None) -> list[str]:
     return [match.group("name").strip() for match in _CATALOG_NAME.finditer(catalog or "")]
 
 
-def system_reminder(persona: Persona, catalog: str | None) -> str:
+def system_reminder(persona: Persona, catalog: str | None, language_line: str = "") -> str:
     """The block re-sent on every turn so the persona's constants survive a long session.
 
     It is never empty: even a persona without a critical reminder is reminded who it is and what
@@ -50,4 +50,6 @@ def system_reminder(persona: Persona, catalog: str | None) -> str:
             lines.append("Valid `subagent_type` values for AgentTool: " + ", ".join(names) + ".")
         else:
             lines.append("No specialists are available: answer with your own read-only tools.")
+    if language_line:  # the user's language (agents_app.reply_language), for the coordinator's turns
+        lines.append(language_line)
     return "<system-reminder>\n" + "\n".join(lines) + "\n</system-reminder>"

@@ -26,6 +26,7 @@ from agents_app.personas import COORDINATOR, REPORTER, REVIEWER, Persona
 from agents_app.publishing import KernelSink, Listener, Publisher
 from agents_app.redirect_stubs import STUBS
 from agents_app.registry import aget_registry, get_skill_registry
+from agents_app.reply_language import areply_language, brief_line, reminder_line
 from agents_app.toolbag import build_toolbag
 from agents_app.tools.base import Tool, ToolContext, ToolError
 from audit_app.recorder import record_llm_call
@@ -129,6 +130,7 @@ class Runtime:
         )
         messages = await services.ahistory(session.pk, HISTORY_LIMIT)
         provider = await aget_provider(persona.model, session.organization_id)
+        language = await areply_language(session)
         result = await run_agent(
             persona=persona,
             messages=messages,
@@ -141,6 +143,7 @@ class Runtime:
             catalog=catalog,
             model=persona.model,
             recorder=_recorder_for(provider),
+            language_line=reminder_line(language),
         )
         await self._persist(session.pk, result.new_messages)
         return result
@@ -197,6 +200,11 @@ class Runtime:
         persona = (await aget_registry(parent.organization_id)).by_name(persona_name)
         if persona is None:
             raise ToolError(f"Unknown subagent_type {persona_name!r}.")
+        # The brief says which language the final answer is in; the AgentTool call's own arguments
+        # (audited as the model sent them) are left untouched.
+        line = brief_line(await areply_language(parent))
+        if line:
+            prompt = f"{prompt.rstrip()}\n\n{line}"
         return await self._run_worker(parent, persona, description, prompt, publisher, tool_call_id)
 
     async def spawn_reviewer(

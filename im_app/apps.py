@@ -9,3 +9,9 @@ class ImAppConfig(AppConfig):
 
     name = "im_app"
     verbose_name = "Chat apps (Slack, Telegram, Feishu)"
+
+    def ready(self) -> None:
+        from agents_app.reply_language import register_thread_language
+        from im_app.languages import athread_language
+
+        register_thread_language(athread_language)

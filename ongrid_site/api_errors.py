@@ -12,6 +12,7 @@ import logging
 
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, JsonResponse
+from django.utils.translation import gettext as _
 from django.views import defaults
 from rest_framework.renderers import JSONRenderer
 
@@ -66,23 +67,23 @@ def bad_request(request: HttpRequest, exception: Exception, template_name: str =
     if not is_api(request):
         return defaults.bad_request(request, exception, template_name)
     if isinstance(exception, RequestDataTooBig):
-        return JsonResponse({"error": "the request body is larger than this endpoint accepts"}, status=413)
-    return JsonResponse({"error": "bad request"}, status=400)
+        return JsonResponse({"error": _("the request body is larger than this endpoint accepts")}, status=413)
+    return JsonResponse({"error": _("bad request")}, status=400)
 
 
 def permission_denied(request: HttpRequest, exception: Exception, template_name: str = "403.html"):
     if not is_api(request):
         return defaults.permission_denied(request, exception, template_name)
-    return JsonResponse({"error": str(exception) or "permission denied"}, status=403)
+    return JsonResponse({"error": str(exception) or _("permission denied")}, status=403)
 
 
 def page_not_found(request: HttpRequest, exception: Exception, template_name: str = "404.html"):
     if not is_api(request):
         return defaults.page_not_found(request, exception, template_name)
-    return JsonResponse({"error": f"no API endpoint at {request.path}"}, status=404)
+    return JsonResponse({"error": _("no API endpoint at %(path)s") % {"path": request.path}}, status=404)
 
 
 def server_error(request: HttpRequest, template_name: str = "500.html"):
     if not is_api(request):
         return defaults.server_error(request, template_name)
-    return JsonResponse({"error": "internal server error; the details are in the server log"}, status=500)
+    return JsonResponse({"error": _("internal server error; the details are in the server log")}, status=500)

@@ -51,11 +51,15 @@ MIDDLEWARE = [
     "ongrid_site.web_security.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # The browser's language (cookie set by the header switch, else Accept-Language); the user's
+    # own setting then wins in web_app.languages.UserLanguageMiddleware (docs/i18n.md).
+    "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "ops_app.change_events.ChangeActorMiddleware",
     "web_app.timezones.ViewerTimezoneMiddleware",
+    "web_app.languages.UserLanguageMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -93,6 +97,7 @@ TEMPLATES = [
                 "ops_app.context_processors.ongrid",
                 "web_app.audit.context_processors.audit",
                 "web_app.timezones.timezone_context",
+                "django.template.context_processors.i18n",
             ],
         },
     },
@@ -109,7 +114,15 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
 
-LANGUAGE_CODE = "en-us"
+LANGUAGE_CODE = "en"
+# The interface's languages (docs/i18n.md says how to add one). English is the source language.
+LANGUAGES = [
+    ("en", "English"),
+    ("es", "Español"),
+    ("fr", "Français"),
+    ("zh-hans", "简体中文"),
+]
+LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True

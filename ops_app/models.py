@@ -47,6 +47,11 @@ class Membership(models.Model):
         blank=True,
         help_text="IANA zone the pages show times in (e.g. Europe/Madrid); blank: the browser's own zone.",
     )
+    language = models.CharField(
+        max_length=16,
+        blank=True,
+        help_text="Language of the pages and the agents' replies (en, es, fr, zh-hans); blank: the browser's",
+    )
 
     class Meta:
         indexes = [models.Index(fields=["organization"], name="membership_org_idx")]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from zoneinfo import available_timezones
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractUser, Group
 from django.db import transaction
@@ -45,3 +46,11 @@ def set_timezone(user: AbstractUser, zone: str) -> None:
     if zone and zone not in available_timezones():
         raise ValueError(f"unknown time zone {zone!r}")
     Membership.objects.filter(user=user).update(timezone=zone)
+
+
+def set_language(user: AbstractUser, language: str) -> None:
+    """The user's chosen interface and reply language ("" to follow the browser); only the languages
+    in settings.LANGUAGES are accepted, so a forged form cannot store something no page can show."""
+    if language and language not in {code for code, _ in settings.LANGUAGES}:
+        raise ValueError(f"unknown language {language!r}")
+    Membership.objects.filter(user=user).update(language=language)

@@ -3,6 +3,8 @@
 // moment Stop is pressed, keeping the newest content in view, the connection banner and tile timers.
 (function () {
   "use strict";
+  // Translations from /jsi18n/ (Django's JavaScript catalog, loaded first); English without it.
+  var gettext = window.gettext || function (text) { return text; };
 
   function composer() { return document.getElementById("composer"); }
   function transcript() { return document.getElementById("transcript"); }
@@ -29,7 +31,7 @@
     var text = document.getElementById("composer-status-text");
     var form = composer();
     if (form) { form.classList.toggle("holding", on); }
-    if (text) { text.textContent = on ? "A turn is running: your message is kept and will be sent when it ends." : ""; }
+    if (text) { text.textContent = on ? gettext("A turn is running: your message is kept and will be sent when it ends.") : ""; }
     if (status) { status.hidden = !on; }
   }
 
@@ -81,7 +83,7 @@
   document.addEventListener("htmx:beforeRequest", function (event) {
     var button = event.detail && event.detail.elt;
     if (!button || !button.matches || !button.matches("button.stop")) { return; }
-    button.textContent = "Stopping…";
+    button.textContent = gettext("Stopping…");
     button.classList.add("stopping");
     button.setAttribute("aria-disabled", "true");
     var tile = button.closest(".tile");
@@ -89,7 +91,7 @@
     tiles.forEach(function (t) {
       t.classList.add("stopping");
       var status = t.querySelector(".tile-status");
-      if (status) { status.textContent = "stopping…"; }
+      if (status) { status.textContent = gettext("stopping…"); }
     });
   });
 
@@ -110,7 +112,7 @@
   }
   document.addEventListener("htmx:wsOpen", function () { setConnection(""); });
   document.addEventListener("htmx:wsClose", function () {
-    setConnection("Connection lost. Reconnecting… (running work continues on the server)");
+    setConnection(gettext("Connection lost. Reconnecting… (running work continues on the server)"));
   });
 
   function tick() {

@@ -9,4 +9,12 @@
     var question = form && form.getAttribute ? form.getAttribute("data-confirm") : null;
     if (question && !window.confirm(question)) { event.preventDefault(); }
   }, true);
+
+  // <select data-autosubmit> (the header's language switch) submits its form when changed.
+  document.addEventListener("change", function (event) {
+    var select = event.target;
+    if (select && select.hasAttribute && select.hasAttribute("data-autosubmit") && select.form) {
+      select.form.submit();
+    }
+  });
 })();

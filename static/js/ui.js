@@ -4,6 +4,8 @@
 // - example prompts and Retry fill the composer; the phone's chat-list toggle; the chat filter.
 (function () {
   "use strict";
+  // Translations from /jsi18n/ (Django's JavaScript catalog, loaded first); English without it.
+  var gettext = window.gettext || function (text) { return text; };
 
   // Time zone: the browser's IANA zone, so pages show local times. A user setting overrides it.
   try {
@@ -19,14 +21,14 @@
       var button = document.createElement("button");
       button.type = "button";
       button.className = "copy";
-      button.textContent = "Copy";
-      button.setAttribute("aria-label", "Copy this code");
+      button.textContent = gettext("Copy");
+      button.setAttribute("aria-label", gettext("Copy this code"));
       pre.appendChild(button);
     });
   }
 
   function copyText(text, button) {
-    function done() { button.textContent = "Copied"; setTimeout(function () { button.textContent = "Copy"; }, 1500); }
+    function done() { button.textContent = gettext("Copied"); setTimeout(function () { button.textContent = gettext("Copy"); }, 1500); }
     if (navigator.clipboard && window.isSecureContext) {
       navigator.clipboard.writeText(text).then(done, function () {});
       return;
