@@ -1,0 +1,34 @@
+"""What the incident page shows of its latest investigation, built without a request: the page
+renders it once, and the websocket consumer re-renders it as an HTMX out-of-band fragment each
+time the runner publishes progress (docs/investigations.md, "Pages")."""
+
+from __future__ import annotations
+
+from django.template.loader import render_to_string
+
+from audit_app.models import AuditLog
+from ops_app.models import Incident
+
+
+def report_context(incident: Incident) -> dict:
+    """The latest investigation of the incident, its report and the tool calls it made so far."""
+    latest = incident.investigations.order_by("-created_at", "-pk").first()
+    steps = []
+    if latest and latest.session_id:
+        steps = list(
+            AuditLog.objects.filter(session_id=latest.session_id)
+            .order_by("started_at", "pk")
+            .only("pk", "tool", "status", "started_at", "tool_call_id")
+        )
+    return {
+        "incident": incident,
+        "latest": latest,
+        "report": (latest.report if latest else {}) or {},
+        "steps": steps,
+    }
+
+
+def report_fragment(incident_id: int) -> str:
+    """The investigation block as an out-of-band swap (it replaces `#investigation` in place)."""
+    incident = Incident.objects.get(pk=incident_id)
+    return render_to_string("incidents/_report.html", {**report_context(incident), "oob": True})
