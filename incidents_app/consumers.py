@@ -6,6 +6,7 @@ from __future__ import annotations
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
+from audit_app.queries import can_audit
 from incidents_app.access import visible_incidents
 from incidents_app.fragments import report_fragment
 from incidents_app.runner import incident_group
@@ -29,6 +30,7 @@ class IncidentConsumer(AsyncWebsocketConsumer):
             await self.close(code=4403)
             return
         self.incident_id = incident_id
+        self.audit = await database_sync_to_async(can_audit)(user)
         self.group = incident_group(incident_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
@@ -45,4 +47,4 @@ class IncidentConsumer(AsyncWebsocketConsumer):
         await self._redraw()
 
     async def _redraw(self) -> None:
-        await self.send(text_data=await database_sync_to_async(report_fragment)(self.incident_id))
+        await self.send(text_data=await database_sync_to_async(report_fragment)(self.incident_id, self.audit))

@@ -10,8 +10,9 @@ from audit_app.models import AuditLog
 from ops_app.models import Incident
 
 
-def report_context(incident: Incident) -> dict:
-    """The latest investigation of the incident, its report and the tool calls it made so far."""
+def report_context(incident: Incident, audit: bool) -> dict:
+    """The latest investigation of the incident, its report and the tool calls it made so far.
+    `audit`: the viewer may open the audit pages, so evidence links to its tool call there."""
     latest = incident.investigations.order_by("-created_at", "-pk").first()
     steps = []
     if latest and latest.session_id:
@@ -25,10 +26,11 @@ def report_context(incident: Incident) -> dict:
         "latest": latest,
         "report": (latest.report if latest else {}) or {},
         "steps": steps,
+        "audit": audit,
     }
 
 
-def report_fragment(incident_id: int) -> str:
+def report_fragment(incident_id: int, audit: bool) -> str:
     """The investigation block as an out-of-band swap (it replaces `#investigation` in place)."""
     incident = Incident.objects.get(pk=incident_id)
-    return render_to_string("incidents/_report.html", {**report_context(incident), "oob": True})
+    return render_to_string("incidents/_report.html", {**report_context(incident, audit), "oob": True})

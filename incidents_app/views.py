@@ -11,6 +11,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from agents_app import turns
+from audit_app.queries import can_audit
 from chat_app import services as chats
 from incidents_app import investigations, runner
 from incidents_app.access import incident_or_404, may_act, visible_incidents
@@ -48,7 +49,7 @@ def incident_page(request: HttpRequest, incident_id: int) -> HttpResponse:
 
 
 def _detail_context(request: HttpRequest, incident: Incident) -> dict:
-    context = report_context(incident)
+    context = report_context(incident, can_audit(request.user))
     changes = ChangeEvent.objects.filter(
         organization_id=incident.organization_id, resource_type="incident", resource_id=str(incident.pk)
     ).order_by("occurred_at")

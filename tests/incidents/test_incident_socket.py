@@ -67,7 +67,7 @@ async def test_members_and_auditors_of_the_organization_may_join_others_are_refu
 
 
 async def test_a_running_investigation_is_redrawn_live_until_its_report(
-    client, incident, member, agents_llm, settings
+    client, incident, org_admin, agents_llm, settings
 ):
     enable_auto(settings)
     asked = threading.Event()
@@ -79,15 +79,15 @@ async def test_a_running_investigation_is_redrawn_live_until_its_report(
         return read_incident()(request)
 
     agents_llm.add(INVESTIGATOR, first_step, submit(report({"kind": "device", "name": "db-01"})), answer())
-    socket, ok, _ = await connect(incident.pk, [ORIGIN, await cookie_for(client, member)])
+    socket, ok, _ = await connect(incident.pk, [ORIGIN, await cookie_for(client, org_admin)])
     assert ok
     await receive_until(socket, "Not investigated yet.")
 
-    await sync_to_async(investigations.request)(incident, member)
+    await sync_to_async(investigations.request)(incident, org_admin)
     await sync_to_async(runner.start_queued)(incident.organization_id)
     assert await asyncio.to_thread(asked.wait, DEADLINE)
     running = await receive_until(socket, 'data-state="running"')
-    assert "running…" in running
+    assert "running…" in running and 'class="live"' in running
     release.set()
 
     step = await receive_until(socket, "get_incident_detail")
@@ -95,5 +95,5 @@ async def test_a_running_investigation_is_redrawn_live_until_its_report(
     done = await receive_until(socket, 'data-state="done"')
     assert "Checkout fails because its database host is down." in done
     assert "confidence 0.80 (high)" in done
-    assert "/audit/" in done and "get_incident_detail call" in done  # the evidence links its tool call
+    assert "/audit/calls/" in done and "get_incident_detail call</a>" in done  # evidence → its audit row
     await socket.disconnect()
