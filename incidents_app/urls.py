@@ -11,7 +11,6 @@ urlpatterns = [
     path("", include(router.urls)),
     path("incidents/", views.incident_list, name="incident-list"),
     path("incidents/<int:incident_id>/", views.incident_page, name="incident-page"),
-    path("incidents/<int:incident_id>/report/", views.incident_report, name="incident-report"),
     path("incidents/<int:incident_id>/investigate/", views.incident_investigate, name="incident-investigate"),
     path(
         "incidents/<int:incident_id>/acknowledge/",

@@ -11,12 +11,13 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from agents_app import turns
-from audit_app.models import AuditLog
+from audit_app.queries import can_audit
 from chat_app import services as chats
 from incidents_app import investigations, runner
 from incidents_app.access import incident_or_404, may_act, visible_incidents
 from incidents_app.api import filter_incidents
 from incidents_app.context import incident_context
+from incidents_app.fragments import report_context
 from ops_app import incidents as incident_states
 from ops_app.change_events import Actor
 from ops_app.models import ChangeEvent, Incident, Severity
@@ -47,37 +48,20 @@ def incident_page(request: HttpRequest, incident_id: int) -> HttpResponse:
     return render(request, "incidents/detail.html", _detail_context(request, incident))
 
 
-@login_required
-def incident_report(request: HttpRequest, incident_id: int) -> HttpResponse:
-    """The report fragment the page re-fetches while an investigation runs."""
-    incident = incident_or_404(request.user, incident_id)
-    return render(request, "incidents/_report.html", _detail_context(request, incident))
-
-
 def _detail_context(request: HttpRequest, incident: Incident) -> dict:
-    latest = incident.investigations.order_by("-created_at", "-pk").first()
-    steps = []
-    if latest and latest.session_id:
-        steps = list(
-            AuditLog.objects.filter(session_id=latest.session_id)
-            .order_by("started_at")
-            .only("pk", "tool", "status", "started_at", "tool_call_id")
-        )
+    context = report_context(incident, can_audit(request.user))
     changes = ChangeEvent.objects.filter(
         organization_id=incident.organization_id, resource_type="incident", resource_id=str(incident.pk)
     ).order_by("occurred_at")
     timeline = sorted(
         [(a.starts_at, f"alert {a.name} {a.status}") for a in incident.alerts.all()]
         + [(c.occurred_at, c.summary) for c in changes]
-        + [(s.started_at, f"investigation step: {s.tool} ({s.status})") for s in steps],
+        + [(s.started_at, f"investigation step: {s.tool} ({s.status})") for s in context["steps"]],
         key=lambda pair: pair[0],
     )
     return {
-        "incident": incident,
+        **context,
         "alerts": incident.alerts.order_by("starts_at"),
-        "latest": latest,
-        "report": (latest.report if latest else {}) or {},
-        "steps": steps,
         "timeline": timeline,
         "can_act": may_act(request.user),
         "history": incident.investigations.order_by("-created_at", "-pk")[:10],

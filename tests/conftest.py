@@ -16,6 +16,7 @@ pytest_plugins = [
     "tests.support.runtime",
     "tests.support.browser",
     "tests.support.asyncdb",
+    "tests.support.live_wsgi",
 ]
 
 

@@ -14,8 +14,6 @@ import zlib
 
 import pytest
 from django.core.exceptions import ValidationError
-from django.core.handlers.wsgi import WSGIHandler
-from django.core.servers.basehttp import ThreadedWSGIServer, WSGIRequestHandler
 from django.db import connection
 from django.test import Client
 from django.urls import reverse
@@ -137,32 +135,6 @@ def test_a_transient_database_failure_asks_alertmanager_to_retry(client, receive
 
 def _on_postgresql() -> bool:
     return connection.vendor == "postgresql"
-
-
-class _QuietHandler(WSGIRequestHandler):
-    def log_message(self, *args) -> None:
-        pass
-
-
-class _WideServer(ThreadedWSGIServer):
-    """Django's threaded test server with a listen backlog for 50 simultaneous connections
-    (socketserver's default of 5 resets the rest before Django sees them)."""
-
-    request_queue_size = 128
-
-
-@pytest.fixture
-def wide_live_server():
-    server = _WideServer(("127.0.0.1", 0), _QuietHandler, allow_reuse_address=False)
-    server.set_app(WSGIHandler())
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
 
 
 @pytest.mark.services
