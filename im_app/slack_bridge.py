@@ -66,15 +66,15 @@ def _blocks(rendered: str, buttons: list | None) -> list | None:
     elements = []
     for label, data in buttons:
         verb, _, proposal_id = data.removeprefix("im:").partition(":")
-        elements.append(
-            {
-                "type": "button",
-                "text": {"type": "plain_text", "text": label},
-                "style": "primary" if verb == "approve" else "danger",
-                "action_id": f"im_{verb}",
-                "value": proposal_id,
-            }
-        )
+        button = {
+            "type": "button",
+            "text": {"type": "plain_text", "text": label},
+            "action_id": f"im_{verb}",
+            "value": proposal_id,
+        }
+        if verb in ("approve", "reject"):
+            button["style"] = "primary" if verb == "approve" else "danger"
+        elements.append(button)
     return [
         {"type": "section", "text": {"type": "mrkdwn", "text": rendered}},
         {"type": "actions", "elements": elements},
@@ -107,7 +107,7 @@ async def handle_event(app: IMApp, event: dict, client: SlackClient | None = Non
 
 
 async def handle_action(app: IMApp, payload: dict, client: SlackClient | None = None) -> None:
-    """A Block Kit button on an approval card."""
+    """A Block Kit button: Approve / Reject on an approval card, or Stop on a running answer."""
     client = client or SlackClient(app)
     action = (payload.get("actions") or [{}])[0]
     verb = (action.get("action_id") or "").removeprefix("im_")
@@ -117,7 +117,15 @@ async def handle_action(app: IMApp, payload: dict, client: SlackClient | None = 
     )
     message = payload.get("message") or {}
     user = (payload.get("user") or {}).get("id", "")
-    if verb not in ("approve", "reject") or not value.isdigit():
+    if not value.isdigit():
+        return
+    if verb == "stop":
+        _, answer = await conversation.astop_pressed(app, user, int(value))
+        await client.post_ephemeral(
+            channel, user, answer, thread_ts=message.get("thread_ts") or message.get("ts")
+        )
+        return
+    if verb not in ("approve", "reject"):
         return
     done, answer, card = await conversation.adecide(app, user, int(value), verb == "approve")
     thread = SlackThread(client, channel, message.get("thread_ts") or message.get("ts", ""))

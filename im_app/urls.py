@@ -6,5 +6,6 @@ urlpatterns = [
     path("im/telegram/<int:app_id>/<str:path>", views.telegram_webhook, name="im-telegram-webhook"),
     path("im/slack/<int:app_id>/events", views.slack_events, name="im-slack-events"),
     path("im/slack/<int:app_id>/interactions", views.slack_interactions, name="im-slack-interactions"),
+    path("im/feishu/<int:app_id>/events", views.feishu_events, name="im-feishu-events"),
     path("im/link/<str:code>/", views.link_account, name="im-link"),
 ]

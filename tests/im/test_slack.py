@@ -172,7 +172,9 @@ async def test_an_approval_button_is_refused_to_others_and_executes_for_the_owne
     agents_llm.add("reviewer", text("Decision: approve\nSOP: pass\nConcurrent work: pass\nRollback: pass"))
 
     await post_slack(app, "events", event("Ev1", "ack the payments incident"), wait=False)
-    card_ts = await until(lambda: next((ts for ts, m in slack.messages.items() if m["blocks"]), None))
+    card_ts = await until(
+        lambda: next((ts for ts, m in list(slack.messages.items()) if "Approval" in m["text"]), None)
+    )
     actions = slack.messages[card_ts]["blocks"][1]["elements"]
     assert [a["action_id"] for a in actions] == ["im_approve", "im_reject"]
 

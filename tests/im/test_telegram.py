@@ -341,7 +341,8 @@ async def test_an_approval_button_is_refused_to_others_and_executes_for_the_owne
 
     await post_telegram(app, tg_message(1, "Acknowledge the payments incident"), wait=False)
     card_id = await until(
-        lambda: next((i for i, m in telegram.messages.items() if m["reply_markup"]), None), what="the card"
+        lambda: next((i for i, m in list(telegram.messages.items()) if "Approval" in m["text"]), None),
+        what="the card",
     )
     card = telegram.messages[card_id]
     approve, reject = card["reply_markup"]["inline_keyboard"][0]
