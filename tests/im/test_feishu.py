@@ -229,3 +229,22 @@ async def test_an_approval_button_is_refused_to_others_and_executes_for_the_owne
     assert (await Incident.objects.aget(pk=incident.pk)).status == "acknowledged"
     assert "Approved by alice" in feishu.text(card_id) and feishu.buttons(card_id) == []
     assert feishu.thread("om_user_1")[0].startswith("Acknowledged it.")
+
+
+async def test_the_stop_button_stops_the_turn_and_the_card_says_who(app, alice, org, feishu, agents_llm):
+    agents_llm.add("default", text("still thinking " * 200, chunk_size=3, chunk_delay=0.02))
+
+    await post_feishu(app, feishu_message("Ev1", "scan every host"), wait=False)
+    card_id = await until(lambda: next(iter(feishu.messages), None))
+    [stop] = feishu.buttons(card_id)
+    assert stop["text"]["content"] == "Stop"
+    await until(lambda: feishu.called("im.message.patch"), what="the stream under way")
+
+    pressed = await post_feishu(
+        app, feishu_button("Cb1", stop["value"]["im"], open_id="ou_alice", message_id=card_id)
+    )
+
+    assert pressed.json()["toast"]["content"] == "Stopping…"
+    assert "Stopped by alice" in feishu.text(card_id) and feishu.buttons(card_id) == []
+    [session] = await sessions_of(alice)
+    assert session.status != "running"

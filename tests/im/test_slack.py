@@ -210,3 +210,30 @@ async def test_an_unsigned_button_press_is_refused(app, alice, slack):
         app, "interactions", body, content_type="application/x-www-form-urlencoded", secret="forged"
     )
     assert response.status_code == 401 and slack.calls == []
+
+
+async def test_the_stop_button_stops_the_turn_for_the_owner(app, alice, slack, agents_llm):
+    agents_llm.add("default", text("still thinking " * 200, chunk_size=3, chunk_delay=0.02))
+
+    await post_slack(app, "events", event("Ev1", "scan every host"), wait=False)
+    ts = await until(lambda: next(iter(slack.messages), None))
+    [stop] = slack.messages[ts]["blocks"][1]["elements"]
+    assert (stop["action_id"], stop["text"]["text"]) == ("im_stop", "Stop")
+    await until(lambda: slack.called("chat.update"), what="the stream under way")
+    payload = {
+        "type": "block_actions",
+        "user": {"id": "U42"},
+        "channel": {"id": "C1"},
+        "message": {"ts": ts, "thread_ts": TS},
+        "actions": [{"action_id": "im_stop", "value": stop["value"]}],
+    }
+
+    await post_slack(
+        app,
+        "interactions",
+        urlencode({"payload": json.dumps(payload)}).encode(),
+        content_type="application/x-www-form-urlencoded",
+    )
+
+    assert "Stopped by alice" in slack.messages[ts]["text"] and slack.messages[ts]["blocks"] == []
+    assert slack.ephemeral[0]["text"] == "Stopping…"
