@@ -9,3 +9,6 @@ class ImAppConfig(AppConfig):
 
     name = "im_app"
     verbose_name = "Chat apps (Slack, Telegram, Feishu)"
+
+    def ready(self) -> None:
+        from im_app import summaries  # noqa: F401 - connects the investigation summaries receiver

@@ -20,7 +20,7 @@ MENTION = re.compile(r"<@[A-Z0-9]+>")
 
 
 class SlackThread:
-    def __init__(self, client: SlackClient, channel: str, thread_ts: str) -> None:
+    def __init__(self, client: SlackClient, channel: str, thread_ts: str | None) -> None:
         self.client, self.channel, self.thread_ts = client, channel, thread_ts
 
     async def post(self, rendered: str, buttons: list | None = None) -> str:
