@@ -77,7 +77,7 @@ def thread_session(app: IMApp, user, thread: str, *, fresh: bool = False) -> Cha
         )
         if existing is not None:
             return existing
-    return services.start_chat(user, channel=app.platform, thread_key=key)
+    return services.start_chat(user, channel=app.platform, thread_key=key, reply_language=app.reply_language)
 
 
 athread_session = sync_to_async(thread_session)

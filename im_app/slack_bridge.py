@@ -134,3 +134,27 @@ async def handle_action(app: IMApp, payload: dict, client: SlackClient | None = 
     if card is not None and message.get("ts"):
         rendered, buttons = thread.card(card)
         await thread.edit(message["ts"], rendered, buttons)
+
+
+async def handle_command(app: IMApp, form: dict, client: SlackClient | None = None) -> None:
+    """The `/new [question]` slash command: a fresh conversation, in a new thread of the channel
+    the command was typed in (a slash command carries no thread). Senders outside `allow_from`
+    are ignored; unlinked ones get their link as an ephemeral message, visible to them only."""
+    client = client or SlackClient(app)
+    user, channel = form.get("user_id", ""), form.get("channel_id", "")
+    sender = Sender(external_id=user, display_name=form.get("user_name", user), chat_id=channel)
+    if await sync_to_async(identities.linked_user)(app, user) is None:
+        await sync_to_async(identities.link_by_email)(app, sender, await client.email_of(user))
+    verdict = await sync_to_async(identities.resolve)(app, sender)
+    if not verdict.allowed:
+        return
+    if verdict.user is None:
+        await client.post_ephemeral(
+            channel, user, f"Link your Ongrid account once, signed in, at {verdict.link_url}, then try again."
+        )
+        return
+    question = (form.get("text") or "").strip()
+    opener = f"New conversation with <@{user}>" + (f": {escape(question[:200])}" if question else "")
+    root = await client.post_message(channel, opener, thread_ts=None)
+    thread = SlackThread(client, channel, root)
+    await conversation.converse(app, thread, sender, f"{channel}:{root}", f"/new {question}".strip())

@@ -105,6 +105,22 @@ async def slack_interactions(request: HttpRequest, app_id: int) -> HttpResponse:
 
 @csrf_exempt
 @require_POST
+async def slack_commands(request: HttpRequest, app_id: int) -> HttpResponse:
+    """Slack's slash-command URL (form-encoded, signed like every Slack request): `/new`."""
+    app = await _verified_slack(request, app_id)
+    if isinstance(app, HttpResponse):
+        return app
+    form = {key: request.POST.get(key, "") for key in request.POST}
+    if form.get("command") != "/new":
+        return JsonResponse({"response_type": "ephemeral", "text": "Ongrid knows only /new."})
+    if form.get("trigger_id") and not await deliveries.afirst_time(app, f"command:{form['trigger_id']}"):
+        return HttpResponse(status=200)
+    background.run_after_answer(slack_bridge.handle_command(app, form), f"slack-command-{app.pk}")
+    return JsonResponse({"response_type": "ephemeral", "text": "Starting a new conversation…"})
+
+
+@csrf_exempt
+@require_POST
 async def feishu_events(request: HttpRequest, app_id: int) -> HttpResponse:
     """Feishu's event subscription URL: the challenge, messages, and card button presses
     (`card.action.trigger`, whose answer is the toast the presser sees)."""

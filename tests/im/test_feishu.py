@@ -144,11 +144,14 @@ async def test_the_thread_continues_its_session_and_new_starts_another(app, alic
 
 async def test_a_direct_chat_is_one_conversation_answered_in_the_chat(app, alice, feishu, agents_llm):
     agents_llm.add("default", text("Hello."))
+    app.reply_language = "es"
+    await app.asave(update_fields=["reply_language"])
 
     await post_feishu(app, feishu_message("Ev1", "hello", chat_type="p2p", chat_id="oc_dm"))
 
     [session] = await sessions_of(alice)
     assert session.thread_key == f"{app.pk}:oc_dm:"
+    assert session.reply_language == "es"  # the app's default reply language, for the prompt
     [created] = feishu.called("im.message.create")
     assert created.body["receive_id"] == "oc_dm"
 
