@@ -77,6 +77,9 @@ class ChatSession(TenantModel):
     spawned_by_call = models.CharField(max_length=200, blank=True)
     # One coordinator session per (user, chat thread): IM bridges key threads here.
     thread_key = models.CharField(max_length=255, blank=True)
+    # The language answers should be in when the surface that started the session has a default
+    # (an IM app's reply language: "es", "fr", …); blank: as asked. Read by the prompt's reminder.
+    reply_language = models.CharField(max_length=20, blank=True)
 
     class Meta:
         db_table = "chat_sessions"

@@ -40,8 +40,11 @@ def process_identity() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def start_chat(user, *, channel: str = Channel.WEB, title: str = "", thread_key: str = "") -> ChatSession:
-    """A new coordinator session for `user` in their organization."""
+def start_chat(
+    user, *, channel: str = Channel.WEB, title: str = "", thread_key: str = "", reply_language: str = ""
+) -> ChatSession:
+    """A new coordinator session for `user` in their organization (`reply_language`: a surface's
+    default language for the answers, e.g. an IM app's)."""
     organization = organization_of(user)
     if organization is None:
         raise PermissionDenied("You belong to no organization, so you cannot start a chat.")
@@ -53,6 +56,7 @@ def start_chat(user, *, channel: str = Channel.WEB, title: str = "", thread_key:
         channel=channel,
         title=title[:200],
         thread_key=thread_key,
+        reply_language=reply_language[:20],
     )
 
 

@@ -52,7 +52,8 @@ class IMAppAdmin(TenantScopedAdmin):
             return "Saved first."
         paths = {
             "telegram": f"/im/telegram/{obj.pk}/{obj.webhook_path}",
-            "slack": f"/im/slack/{obj.pk}/events  (interactivity: /im/slack/{obj.pk}/interactions)",
+            "slack": f"/im/slack/{obj.pk}/events  (interactivity: /im/slack/{obj.pk}/interactions, "
+            f"slash command /new: /im/slack/{obj.pk}/commands)",
             "feishu": f"/im/feishu/{obj.pk}/events",
         }
         return paths.get(obj.platform, "")

@@ -11,7 +11,9 @@ class ImAppConfig(AppConfig):
     verbose_name = "Chat apps (Slack, Telegram, Feishu)"
 
     def ready(self) -> None:
+        # Imported here: these modules use models, which load after app configs.
         from agents_app.reply_language import register_thread_language
+        from im_app import summaries  # noqa: F401 - connects the investigation summaries receiver
         from im_app.languages import athread_language
 
         register_thread_language(athread_language)

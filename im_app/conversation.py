@@ -20,6 +20,7 @@ from django.urls import reverse
 
 from agents_app import proposals
 from agents_app.models import MutatingProposal
+from agents_app.runtime import get_runtime
 from agents_app.turns import astart_turn
 from chat_app import services
 from chat_app.groups import session_group
@@ -27,6 +28,7 @@ from chat_app.models import ChatSession
 from im_app import identities
 from im_app.identities import Sender
 from im_app.models import IMApp
+from ops_app import roles
 from ops_app.tenancy import organization_of
 
 log = logging.getLogger(__name__)
@@ -75,7 +77,7 @@ def thread_session(app: IMApp, user, thread: str, *, fresh: bool = False) -> Cha
         )
         if existing is not None:
             return existing
-    return services.start_chat(user, channel=app.platform, thread_key=key)
+    return services.start_chat(user, channel=app.platform, thread_key=key, reply_language=app.reply_language)
 
 
 athread_session = sync_to_async(thread_session)
@@ -130,8 +132,11 @@ class ThrottledEditor:
     rate-limited is retried by the HTTP layer after Retry-After, and the next one waits its turn.
     """
 
-    def __init__(self, thread: Thread, ref: object, interval: float = EDIT_INTERVAL) -> None:
+    def __init__(
+        self, thread: Thread, ref: object, interval: float = EDIT_INTERVAL, buttons: list | None = None
+    ) -> None:
         self.thread, self.ref, self.interval = thread, ref, interval
+        self.buttons = buttons  # kept on every progress edit (the Stop button), dropped at the end
         self.last = time.monotonic()
         self.pending: str | None = None
         self.shown = ""
@@ -154,7 +159,10 @@ class ThrottledEditor:
                 return
             await asyncio.sleep(max(0.0, self.last + self.interval - time.monotonic()))
             try:
-                await self.thread.edit(self.ref, rendered)
+                if self.buttons:
+                    await self.thread.edit(self.ref, rendered, self.buttons)
+                else:
+                    await self.thread.edit(self.ref, rendered)
                 self.shown = rendered
             except Exception:  # noqa: BLE001 - progress is best effort; the final edit reports
                 log.exception("could not update the IM placeholder")
@@ -165,6 +173,8 @@ class ThrottledEditor:
         """Replace the message with the first chunk of the final answer; post the rest after it."""
         if self.flusher is not None:
             self.flusher.cancel()
+        self.buttons = None
+        self.shown = ""  # the same text without the Stop button is still an edit
         self.pending = chunks[0]
         await self._edit_pending()
         for chunk in chunks[1:]:
@@ -178,13 +188,14 @@ async def relay(thread: Thread, session: ChatSession, text: str) -> None:
     group = session_group(session.root_session_id or session.pk)
     await layer.group_add(group, channel)
     try:
-        ref = await thread.post(thread.plain(PLACEHOLDER))
+        stop = stop_button(session.pk)
+        ref = await thread.post(thread.plain(PLACEHOLDER), stop)
         try:
             await astart_turn(session, text)
         except (services.TurnInProgress, ValueError) as exc:
             await thread.edit(ref, thread.plain(str(exc)))
             return
-        editor = ThrottledEditor(thread, ref)
+        editor = ThrottledEditor(thread, ref, buttons=stop)
         progress = Progress()
         cards: dict[int, object] = {}
         ended: dict = {}
@@ -242,7 +253,9 @@ class Progress:
 
 def _final(thread: Thread, session_id: int, ended: dict) -> list[str]:
     text = ended.get("text") or ""
-    if ended.get("status") != "completed":
+    if ended.get("stopped"):
+        text = f"{text}\n\n⏹ {ended['stopped']}".strip()
+    elif ended.get("status") != "completed":
         problem = ended.get("error") or "The turn ended without an answer."
         text = f"{text}\n\n⚠️ {problem}".strip()
     return thread.final(text or "(no answer)", links_for(session_id))
@@ -258,6 +271,57 @@ async def _show_card(thread: Thread, cards: dict[int, object], proposal: dict) -
             cards[proposal["id"]] = await thread.post(rendered, buttons)
         return
     await thread.edit(ref, rendered, buttons)
+
+
+# --- the Stop button -----------------------------------------------------------------------------
+
+
+def stop_button(session_id: int) -> list[tuple[str, str]]:
+    """The button the placeholder carries while the turn runs (`im:stop:<root session id>`)."""
+    return [("Stop", f"im:stop:{session_id}")]
+
+
+def may_stop(user, session: ChatSession) -> bool:
+    """As on the web: the chat's owner, or an org admin of the session's organization."""
+    if session.user_id == user.pk:
+        return True
+    organization = organization_of(user)
+    return (
+        organization is not None
+        and organization.pk == session.organization_id
+        and user.groups.filter(name=roles.ORG_ADMIN).exists()
+    )
+
+
+def stoppable(app: IMApp, external_user_id: str, session_id: int) -> tuple[object | None, str]:
+    """(the Ongrid user who may stop this session, "") or (None, why not). Only sessions this very
+    app started are found at all, so a button can never reach another organization's turn."""
+    user = identities.linked_user(app, external_user_id)
+    if user is None:
+        return None, "Link your Ongrid account first: write to the bot to get a link."
+    session = ChatSession.objects.filter(
+        pk=session_id,
+        organization_id=app.organization_id,
+        channel=app.platform,
+        thread_key__startswith=f"{app.pk}:",
+        parent_session__isnull=True,
+    ).first()
+    if session is None:
+        return None, "This conversation is not known here."
+    if not may_stop(user, session):
+        log.warning("IM app %s: %s may not stop session %s", app.pk, external_user_id, session_id)
+        return None, "Only the chat's owner or an org admin may stop this."
+    return user, ""
+
+
+async def astop_pressed(app: IMApp, external_user_id: str, session_id: int) -> tuple[bool, str]:
+    """A Stop button press: (stopped, what to tell the presser). The turn's own end then shows the
+    stop in the thread ("Stopped by alice before the answer was complete…")."""
+    user, refusal = await sync_to_async(stoppable)(app, external_user_id, session_id)
+    if user is None:
+        return False, refusal
+    stopped = await get_runtime().stop_session(session_id, by=user.get_username())
+    return True, "Stopping…" if stopped else "Nothing is running."
 
 
 # --- approval buttons --------------------------------------------------------------------------

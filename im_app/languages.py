@@ -7,7 +7,10 @@ from im_app.models import IMApp
 
 
 async def athread_language(session: ChatSession) -> str:
-    """'' for a web chat, or an app without a reply language; else what the admin typed."""
+    """'' for a web chat, or an app without a reply language; else the language the thread's
+    session was started with (copied from the app then), or the app's current one."""
+    if getattr(session, "reply_language", ""):
+        return session.reply_language
     if not session.thread_key or ":" not in session.thread_key:
         return ""
     app_id = session.thread_key.split(":", 1)[0]

@@ -20,7 +20,7 @@ MENTION = re.compile(r"<@[A-Z0-9]+>")
 
 
 class SlackThread:
-    def __init__(self, client: SlackClient, channel: str, thread_ts: str) -> None:
+    def __init__(self, client: SlackClient, channel: str, thread_ts: str | None) -> None:
         self.client, self.channel, self.thread_ts = client, channel, thread_ts
 
     async def post(self, rendered: str, buttons: list | None = None) -> str:
@@ -66,15 +66,15 @@ def _blocks(rendered: str, buttons: list | None) -> list | None:
     elements = []
     for label, data in buttons:
         verb, _, proposal_id = data.removeprefix("im:").partition(":")
-        elements.append(
-            {
-                "type": "button",
-                "text": {"type": "plain_text", "text": label},
-                "style": "primary" if verb == "approve" else "danger",
-                "action_id": f"im_{verb}",
-                "value": proposal_id,
-            }
-        )
+        button = {
+            "type": "button",
+            "text": {"type": "plain_text", "text": label},
+            "action_id": f"im_{verb}",
+            "value": proposal_id,
+        }
+        if verb in ("approve", "reject"):
+            button["style"] = "primary" if verb == "approve" else "danger"
+        elements.append(button)
     return [
         {"type": "section", "text": {"type": "mrkdwn", "text": rendered}},
         {"type": "actions", "elements": elements},
@@ -107,7 +107,7 @@ async def handle_event(app: IMApp, event: dict, client: SlackClient | None = Non
 
 
 async def handle_action(app: IMApp, payload: dict, client: SlackClient | None = None) -> None:
-    """A Block Kit button on an approval card."""
+    """A Block Kit button: Approve / Reject on an approval card, or Stop on a running answer."""
     client = client or SlackClient(app)
     action = (payload.get("actions") or [{}])[0]
     verb = (action.get("action_id") or "").removeprefix("im_")
@@ -117,7 +117,15 @@ async def handle_action(app: IMApp, payload: dict, client: SlackClient | None = 
     )
     message = payload.get("message") or {}
     user = (payload.get("user") or {}).get("id", "")
-    if verb not in ("approve", "reject") or not value.isdigit():
+    if not value.isdigit():
+        return
+    if verb == "stop":
+        _, answer = await conversation.astop_pressed(app, user, int(value))
+        await client.post_ephemeral(
+            channel, user, answer, thread_ts=message.get("thread_ts") or message.get("ts")
+        )
+        return
+    if verb not in ("approve", "reject"):
         return
     done, answer, card = await conversation.adecide(app, user, int(value), verb == "approve")
     thread = SlackThread(client, channel, message.get("thread_ts") or message.get("ts", ""))
@@ -126,3 +134,27 @@ async def handle_action(app: IMApp, payload: dict, client: SlackClient | None = 
     if card is not None and message.get("ts"):
         rendered, buttons = thread.card(card)
         await thread.edit(message["ts"], rendered, buttons)
+
+
+async def handle_command(app: IMApp, form: dict, client: SlackClient | None = None) -> None:
+    """The `/new [question]` slash command: a fresh conversation, in a new thread of the channel
+    the command was typed in (a slash command carries no thread). Senders outside `allow_from`
+    are ignored; unlinked ones get their link as an ephemeral message, visible to them only."""
+    client = client or SlackClient(app)
+    user, channel = form.get("user_id", ""), form.get("channel_id", "")
+    sender = Sender(external_id=user, display_name=form.get("user_name", user), chat_id=channel)
+    if await sync_to_async(identities.linked_user)(app, user) is None:
+        await sync_to_async(identities.link_by_email)(app, sender, await client.email_of(user))
+    verdict = await sync_to_async(identities.resolve)(app, sender)
+    if not verdict.allowed:
+        return
+    if verdict.user is None:
+        await client.post_ephemeral(
+            channel, user, f"Link your Ongrid account once, signed in, at {verdict.link_url}, then try again."
+        )
+        return
+    question = (form.get("text") or "").strip()
+    opener = f"New conversation with <@{user}>" + (f": {escape(question[:200])}" if question else "")
+    root = await client.post_message(channel, opener, thread_ts=None)
+    thread = SlackThread(client, channel, root)
+    await conversation.converse(app, thread, sender, f"{channel}:{root}", f"/new {question}".strip())

@@ -101,12 +101,15 @@ async def handle_update(app: IMApp, update: dict, client: TelegramClient | None 
 
 async def _button(app: IMApp, client: TelegramClient, query: dict) -> None:
     verb, _, proposal_id = (query.get("data") or "").removeprefix("im:").partition(":")
+    presser = str((query.get("from") or {}).get("id", ""))
+    if verb == "stop" and proposal_id.isdigit():
+        _, answer = await conversation.astop_pressed(app, presser, int(proposal_id))
+        await client.answer_callback(query["id"], answer)
+        return
     if verb not in ("approve", "reject") or not proposal_id.isdigit():
         await client.answer_callback(query["id"], "Unknown button.")
         return
-    done, answer, card = await conversation.adecide(
-        app, str((query.get("from") or {}).get("id", "")), int(proposal_id), verb == "approve"
-    )
+    done, answer, card = await conversation.adecide(app, presser, int(proposal_id), verb == "approve")
     await client.answer_callback(query["id"], answer)
     message = query.get("message") or {}
     if card is not None and message.get("message_id"):

@@ -13,7 +13,15 @@ from django.shortcuts import render
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
-from im_app import background, deliveries, identities, slack_bridge, telegram_bridge, verification
+from im_app import (
+    background,
+    deliveries,
+    feishu_bridge,
+    identities,
+    slack_bridge,
+    telegram_bridge,
+    verification,
+)
 from im_app.models import IMApp, Platform
 
 log = logging.getLogger(__name__)
@@ -93,6 +101,55 @@ async def slack_interactions(request: HttpRequest, app_id: int) -> HttpResponse:
     if payload.get("type") == "block_actions":
         background.run_after_answer(slack_bridge.handle_action(app, payload), f"slack-action-{app.pk}")
     return HttpResponse(status=200)
+
+
+@csrf_exempt
+@require_POST
+async def slack_commands(request: HttpRequest, app_id: int) -> HttpResponse:
+    """Slack's slash-command URL (form-encoded, signed like every Slack request): `/new`."""
+    app = await _verified_slack(request, app_id)
+    if isinstance(app, HttpResponse):
+        return app
+    form = {key: request.POST.get(key, "") for key in request.POST}
+    if form.get("command") != "/new":
+        return JsonResponse({"response_type": "ephemeral", "text": "Ongrid knows only /new."})
+    if form.get("trigger_id") and not await deliveries.afirst_time(app, f"command:{form['trigger_id']}"):
+        return HttpResponse(status=200)
+    background.run_after_answer(slack_bridge.handle_command(app, form), f"slack-command-{app.pk}")
+    return JsonResponse({"response_type": "ephemeral", "text": "Starting a new conversation…"})
+
+
+@csrf_exempt
+@require_POST
+async def feishu_events(request: HttpRequest, app_id: int) -> HttpResponse:
+    """Feishu's event subscription URL: the challenge, messages, and card button presses
+    (`card.action.trigger`, whose answer is the toast the presser sees)."""
+    app = await _app(app_id, Platform.FEISHU)
+    payload = verification.feishu_payload(app, request.body, request.headers)
+    if payload is None:
+        log.warning("IM app %s: Feishu request with a wrong token, key or signature", app.pk)
+        return JsonResponse({"error": "invalid verification token"}, status=403)
+    if payload.get("type") == "url_verification":
+        return JsonResponse({"challenge": payload.get("challenge", "")})
+    header = payload.get("header") or {}
+    event_id = header.get("event_id") or payload.get("uuid") or ""
+    if not event_id:
+        return JsonResponse({"error": "no event id"}, status=400)
+    if not await deliveries.afirst_time(app, f"event:{event_id}"):
+        return JsonResponse({"code": 0, "duplicate": True})
+    event = payload.get("event") or {}
+    kind = header.get("event_type", "")
+    if kind == "card.action.trigger":
+        toast, proposal = await feishu_bridge.press(app, event)
+        message_id = feishu_bridge.button_of(event)[3]
+        if proposal is not None and message_id:
+            background.run_after_answer(
+                feishu_bridge.update_decided_card(app, message_id, proposal), f"feishu-card-{event_id}"
+            )
+        return JsonResponse({"toast": {"type": "info", "content": toast}})
+    if kind == "im.message.receive_v1":
+        background.run_after_answer(feishu_bridge.handle_event(app, event), f"feishu-{event_id}")
+    return JsonResponse({"code": 0})
 
 
 @login_required

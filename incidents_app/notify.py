@@ -13,8 +13,9 @@ import json
 import logging
 
 import httpx
-from django.dispatch import Signal, receiver
+from django.dispatch import receiver
 
+from chat_app.signals import investigation_finished
 from incidents_app.models import Investigation
 from incidents_app.policy import policy_for
 
@@ -22,12 +23,18 @@ log = logging.getLogger(__name__)
 WEBHOOK_TIMEOUT = 5.0
 SIGNATURE_HEADER = "X-Ongrid-Signature"
 
-# Sent once per investigation that reaches a terminal state, with `investigation` (the row).
-investigation_finished = Signal()
+# `investigation_finished` lives in chat_app.signals (below this app and the IM bridges, so neither
+# imports the other); it is sent once per investigation that reaches a terminal state, with the
+# keyword arguments documented there.
 
 
 def investigation_ended(investigation: Investigation) -> None:
-    investigation_finished.send(sender=Investigation, investigation=investigation)
+    investigation_finished.send(
+        sender=Investigation,
+        investigation=investigation,
+        organization_id=investigation.organization_id,
+        summary=summary_of(investigation),
+    )
 
 
 def summary_of(investigation: Investigation) -> dict:

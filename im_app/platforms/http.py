@@ -1,8 +1,8 @@
 """The one HTTP call every platform client makes: JSON in, JSON out, and a rate-limit answer (429)
 retried after the delay the platform asked for, a bounded number of times.
 
-Telegram puts the delay in the body (`parameters.retry_after`), Slack and Feishu in the
-`Retry-After` header; both are read here, so no client can forget to honour them.
+Telegram puts the delay in the body (`parameters.retry_after`), Slack in the `Retry-After`
+header, Feishu in `x-ogw-ratelimit-reset`; all are read here, so no client can forget to honour them.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ class PlatformError(Exception):
 
 def retry_after(response: httpx.Response) -> float:
     """Seconds a 429 asks us to wait: the header, else Telegram's body field, else one second."""
-    header = response.headers.get("Retry-After", "")
+    # Feishu names its reset delay x-ogw-ratelimit-reset.
+    header = response.headers.get("Retry-After", "") or response.headers.get("x-ogw-ratelimit-reset", "")
     try:
         if header:
             return min(float(header), LONGEST_WAIT)

@@ -172,7 +172,9 @@ async def test_an_approval_button_is_refused_to_others_and_executes_for_the_owne
     agents_llm.add("reviewer", text("Decision: approve\nSOP: pass\nConcurrent work: pass\nRollback: pass"))
 
     await post_slack(app, "events", event("Ev1", "ack the payments incident"), wait=False)
-    card_ts = await until(lambda: next((ts for ts, m in slack.messages.items() if m["blocks"]), None))
+    card_ts = await until(
+        lambda: next((ts for ts, m in list(slack.messages.items()) if "Approval" in m["text"]), None)
+    )
     actions = slack.messages[card_ts]["blocks"][1]["elements"]
     assert [a["action_id"] for a in actions] == ["im_approve", "im_reject"]
 
@@ -208,3 +210,61 @@ async def test_an_unsigned_button_press_is_refused(app, alice, slack):
         app, "interactions", body, content_type="application/x-www-form-urlencoded", secret="forged"
     )
     assert response.status_code == 401 and slack.calls == []
+
+
+async def test_the_stop_button_stops_the_turn_for_the_owner(app, alice, slack, agents_llm):
+    agents_llm.add("default", text("still thinking " * 200, chunk_size=3, chunk_delay=0.02))
+
+    await post_slack(app, "events", event("Ev1", "scan every host"), wait=False)
+    ts = await until(lambda: next(iter(slack.messages), None))
+    [stop] = slack.messages[ts]["blocks"][1]["elements"]
+    assert (stop["action_id"], stop["text"]["text"]) == ("im_stop", "Stop")
+    await until(lambda: slack.called("chat.update"), what="the stream under way")
+    payload = {
+        "type": "block_actions",
+        "user": {"id": "U42"},
+        "channel": {"id": "C1"},
+        "message": {"ts": ts, "thread_ts": TS},
+        "actions": [{"action_id": "im_stop", "value": stop["value"]}],
+    }
+
+    await post_slack(
+        app,
+        "interactions",
+        urlencode({"payload": json.dumps(payload)}).encode(),
+        content_type="application/x-www-form-urlencoded",
+    )
+
+    assert "Stopped by alice" in slack.messages[ts]["text"] and slack.messages[ts]["blocks"] == []
+    assert slack.ephemeral[0]["text"] == "Stopping…"
+
+
+async def test_the_new_slash_command_starts_a_fresh_conversation_in_its_own_thread(
+    app, alice, slack, agents_llm
+):
+    agents_llm.add("default", text("Old."), text("Fresh."))
+    await post_slack(app, "events", event("Ev1", "is checkout healthy?"))
+    form = "application/x-www-form-urlencoded"
+
+    def command(trigger: str, words: str) -> bytes:
+        fields = {
+            "command": "/new",
+            "text": words,
+            "user_id": "U42",
+            "channel_id": "C1",
+            "trigger_id": trigger,
+        }
+        return urlencode(fields).encode()
+
+    answer = await post_slack(app, "commands", command("T1", "what changed today?"), content_type=form)
+    forged = await post_slack(app, "commands", command("T2", "hi"), content_type=form, secret="forged")
+
+    assert answer.status_code == 200 and answer.json()["response_type"] == "ephemeral"
+    assert forged.status_code == 401
+    first, fresh = await sessions_of(alice)
+    [opener] = [c for c in slack.called("chat.postMessage") if "thread_ts" not in c.body]
+    assert opener.body["text"] == "New conversation with <@U42>: what changed today?"
+    root = next(ts for ts, m in slack.messages.items() if m["text"] == opener.body["text"])
+    assert fresh.thread_key == f"{app.pk}:C1:{root}" and first.thread_key != fresh.thread_key
+    assert "is checkout healthy?" not in str(agents_llm.seen["default"][1].messages)
+    assert slack.thread_texts(root)[-1].startswith("Fresh.")

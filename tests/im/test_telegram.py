@@ -341,7 +341,8 @@ async def test_an_approval_button_is_refused_to_others_and_executes_for_the_owne
 
     await post_telegram(app, tg_message(1, "Acknowledge the payments incident"), wait=False)
     card_id = await until(
-        lambda: next((i for i, m in telegram.messages.items() if m["reply_markup"]), None), what="the card"
+        lambda: next((i for i, m in list(telegram.messages.items()) if "Approval" in m["text"]), None),
+        what="the card",
     )
     card = telegram.messages[card_id]
     approve, reject = card["reply_markup"]["inline_keyboard"][0]
@@ -385,3 +386,39 @@ def test_long_answers_are_split_into_well_formed_messages():
     assert all(chunk.count("<pre>") == chunk.count("</pre>") for chunk in chunks)
     assert "line 399: <b>load</b> &lt;399&gt; &amp; more" in "".join(chunks)
     assert sum(chunk.count("x") for chunk in chunks) == 3000
+
+
+async def test_the_stop_button_is_refused_to_others_and_stops_the_turn_for_the_owner(
+    app, alice, org, telegram, agents_llm
+):
+    import time
+
+    from tests.support.im import tg_button, until
+
+    carol = await sync_to_async(create_user)("carol", "carol-pass-123", org, roles.MEMBER)
+    await sync_to_async(link)(app, 77, carol)
+    agents_llm.add("default", text("still thinking " * 200, chunk_size=3, chunk_delay=0.02))
+    started = time.monotonic()
+
+    await post_telegram(app, tg_message(1, "Scan every host"), wait=False)
+    message_id = await until(lambda: min(telegram.messages) if telegram.messages else None)
+    [[stop]] = telegram.messages[message_id]["reply_markup"]["inline_keyboard"]
+    assert stop["text"] == "Stop"
+    await until(lambda: edits_of(telegram, message_id), what="the stream under way")
+
+    await post_telegram(
+        app, tg_button(2, stop["callback_data"], user_id=77, chat_id=CHAT, message_id=message_id), wait=False
+    )
+    await until(lambda: telegram.callback_answers, what="an answer to carol")
+    assert "Only the chat's owner or an org admin" in telegram.callback_answers[0]["text"]
+    [session] = await sessions_of(alice)
+    assert session.status == "running"
+
+    await post_telegram(
+        app, tg_button(3, stop["callback_data"], user_id=ALICE, chat_id=CHAT, message_id=message_id)
+    )
+
+    assert telegram.callback_answers[1]["text"] == "Stopping…"
+    final = telegram.messages[message_id]
+    assert "Stopped by alice" in final["text"] and final["reply_markup"] is None
+    assert time.monotonic() - started < 15  # the 30-second stream was cut short
