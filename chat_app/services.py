@@ -219,6 +219,18 @@ def close_session(
     return bool(updated)
 
 
+def claim_turn(session_id: int, queued_by: str | None = None) -> bool:
+    """A worker process takes a queued turn: the row's owner becomes this process.
+
+    A compare-and-set on the owner the submitting process wrote (`queued_by`), so a redelivered
+    task never runs a turn twice; False when the turn is no longer running or another process
+    took it (docs/runtime.md, "Many turns per worker process")."""
+    rows = ChatSession.objects.filter(pk=session_id, status=SessionStatus.RUNNING)
+    if queued_by is not None:
+        rows = rows.filter(owner=queued_by)
+    return bool(rows.update(owner=process_identity(), heartbeat_at=timezone.now()))
+
+
 def request_stop(session_id: int) -> bool:
     """Ask whichever process runs the session to stop it. True if it was still open."""
     return bool(
@@ -312,6 +324,7 @@ aopen_worker_session = sync_to_async(open_worker_session)
 amark_running = sync_to_async(mark_running)
 aclose_session = sync_to_async(close_session)
 arequest_stop = sync_to_async(request_stop)
+aclaim_turn = sync_to_async(claim_turn)
 astop_requested = sync_to_async(stop_requested)
 aheartbeat = sync_to_async(heartbeat)
 ahistory = sync_to_async(history)

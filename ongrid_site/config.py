@@ -90,6 +90,8 @@ class Config:
     eval_judge_api_key: str | None = None
     # Where people reach this instance: links in IM replies (transcripts, account linking).
     public_url: str = "http://127.0.0.1:8000"
+    # Turns one worker process carries at once (docs/runtime.md, "Many turns per worker process").
+    turns_per_process: int = 200
 
     @property
     def uses_redis(self) -> bool:
@@ -318,4 +320,5 @@ def load(env: Mapping[str, str] | None = None) -> Config:
         eval_judge_base_url=_optional(env, "ONGRID_EVAL_JUDGE_BASE_URL"),
         eval_judge_api_key=_optional(env, "ONGRID_EVAL_JUDGE_API_KEY"),
         public_url=(env.get("ONGRID_PUBLIC_URL") or "http://127.0.0.1:8000").rstrip("/"),
+        turns_per_process=int(_number(env, "ONGRID_TURNS_PER_PROCESS", 200, int, 1)),
     )
