@@ -15,6 +15,7 @@ from typing import Any
 
 from asgiref.sync import async_to_sync, sync_to_async
 from django.conf import settings
+from django.db import close_old_connections
 
 from agents_app.publishing import Publisher
 from agents_app.runtime import get_runtime
@@ -103,7 +104,14 @@ def submit_turn(session_id: int) -> asyncio.Future | concurrent.futures.Future |
         else:
             _keep(running.create_task(_queue_turn(session_id, process_identity())))
         return None
-    return run_in_background(get_runtime().run_turn(session_id))
+    return run_in_background(_fresh_turn(session_id))
+
+
+async def _fresh_turn(session_id: int) -> None:
+    """Drop the ORM thread's connection if it is stale first (the database may have restarted or
+    dropped it since the last turn); on PostgreSQL it goes back to the pool, which checks it."""
+    await sync_to_async(close_old_connections)()
+    await get_runtime().run_turn(session_id)
 
 
 async def _queue_turn(session_id: int, queued_by: str) -> None:

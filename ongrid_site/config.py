@@ -158,7 +158,14 @@ def _database(env: Mapping[str, str], data_dir: Path) -> dict:
         }
     db = dj_database_url.parse(url, conn_max_age=0, conn_health_checks=True)
     if db["ENGINE"] == "django.db.backends.postgresql":
-        db.setdefault("OPTIONS", {})
+        options = db.setdefault("OPTIONS", {})
+        pool_size = int(_number(env, "ONGRID_DB_POOL_SIZE", 20, int, 0))
+        if pool_size:
+            # Django's native pool (psycopg_pool): turns borrow a connection per database call from
+            # any thread (ops_app.async_db). With CONN_HEALTH_CHECKS Django has the pool test a
+            # connection as it leaves the pool, so one the server dropped (restart,
+            # pg_terminate_backend) is replaced instead of used.
+            options["pool"] = {"min_size": min(2, pool_size), "max_size": pool_size}
     return db
 
 
