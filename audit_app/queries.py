@@ -224,6 +224,34 @@ def llm_usage_by_session(session_ids: list[int]) -> dict[int, dict[str, dict[str
     return usage
 
 
+def usage_from_calls(calls: list[LLMCall]) -> dict[int, dict[str, dict[str, int]]]:
+    """`llm_usage_by_session` computed from rows already loaded (the tree lists them per call)."""
+    usage: dict[int, dict[str, dict[str, int]]] = {}
+    for call in calls:
+        item = usage.setdefault(call.session_id, {}).setdefault(
+            call.model, {"prompt": 0, "completion": 0, "calls": 0}
+        )
+        item["prompt"] += call.prompt_tokens
+        item["completion"] += call.completion_tokens
+        item["calls"] += 1
+    return usage
+
+
+def model_call_entry(call: LLMCall) -> dict:
+    """One model request as the audit pages list it."""
+    return {
+        "id": call.pk,
+        "model": call.model,
+        "at": call.started_at,
+        "prompt_tokens": call.prompt_tokens,
+        "cached_tokens": call.cached_tokens,
+        "completion_tokens": call.completion_tokens,
+        "latency_ms": call.latency_ms,
+        "finish_reason": call.finish_reason,
+        "error": call.error,
+    }
+
+
 def session_summary(row: ChatSession, call_count: int, by_model: dict | None) -> dict:
     """The facts one list row or tree node shows about a session."""
     tokens, cost = tokens_and_cost(row, by_model)

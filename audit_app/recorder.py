@@ -92,6 +92,7 @@ async def record_llm_call(
             model=model[:200],
             prompt_tokens=usage.get("prompt_tokens", 0),
             completion_tokens=usage.get("completion_tokens", 0),
+            cached_tokens=usage.get("cached_tokens", 0),
             latency_ms=latency_ms,
             finish_reason=finish_reason[:40],
             error=redact_text(error),
