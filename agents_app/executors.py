@@ -13,12 +13,14 @@ import threading
 from collections.abc import Coroutine
 from typing import Any
 
-from asgiref.sync import sync_to_async
+from asgiref.sync import async_to_sync, sync_to_async
 from django.conf import settings
+from django.db import close_old_connections
 
+from agents_app.publishing import Publisher
 from agents_app.runtime import get_runtime
 from agents_app.tasks import run_turn_task
-from chat_app.services import reap_orphans
+from chat_app.services import process_identity, reap_orphans
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +97,28 @@ def executor_name() -> str:
 def submit_turn(session_id: int) -> asyncio.Future | concurrent.futures.Future | None:
     """Run the pending turn of `session_id` (its user message is already persisted)."""
     if executor_name() == "celery":
-        run_turn_task.delay(session_id)
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            async_to_sync(_queue_turn)(session_id, process_identity())
+        else:
+            _keep(running.create_task(_queue_turn(session_id, process_identity())))
         return None
-    return run_in_background(get_runtime().run_turn(session_id))
+    return run_in_background(_fresh_turn(session_id))
+
+
+async def _fresh_turn(session_id: int) -> None:
+    """Drop the ORM thread's connection if it is stale first (the database may have restarted or
+    dropped it since the last turn); on PostgreSQL it goes back to the pool, which checks it."""
+    await sync_to_async(close_old_connections)()
+    await get_runtime().run_turn(session_id)
+
+
+async def _queue_turn(session_id: int, queued_by: str) -> None:
+    """Tell the chat its turn waits for a worker, then enqueue it (in that order, so `turn.started`
+    always comes after `turn.queued`). The task claims the row only if `queued_by` still owns it."""
+    try:
+        await Publisher(session_id).publish({"event": "turn.queued", "session": session_id})
+    except Exception:  # noqa: BLE001 - the notice is cosmetic; the turn must still be queued
+        log.exception("could not announce the queued turn of session %s", session_id)
+    await sync_to_async(run_turn_task.delay, thread_sensitive=False)(session_id, queued_by)

@@ -454,14 +454,7 @@ class Runtime:
 
     @staticmethod
     async def _persist(session_id: int, new_messages: list[dict]) -> None:
-        for message in new_messages:
-            await services.aappend_message(
-                session_id,
-                message["role"],
-                message.get("content") or "",
-                tool_calls=message.get("tool_calls") or [],
-                tool_call_id=message.get("tool_call_id", ""),
-            )
+        await services.aappend_messages(session_id, new_messages)  # one transaction for the lot
 
     def _coordinator_tools(
         self, persona, session, publisher, specialists: list[str], available: dict[str, Tool]

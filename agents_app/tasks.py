@@ -2,34 +2,22 @@
 
 from __future__ import annotations
 
-import asyncio
-
-from asgiref.sync import sync_to_async
 from celery import shared_task
 from celery.signals import worker_ready
-from channels.layers import get_channel_layer
-from django.db import close_old_connections
 
-from agents_app.runtime import get_runtime
+from agents_app.turn_host import turn_host
 from chat_app.services import reap_orphans
 
 
-@shared_task(name="agents_app.run_turn", acks_late=False)
-def run_turn_task(session_id: int) -> None:
-    """Run one coordinator turn in this worker process. Not retried: a turn has side effects."""
-    asyncio.run(_turn(session_id))
+@shared_task(name="agents_app.run_turn", acks_late=True, reject_on_worker_lost=True)
+def run_turn_task(session_id: int, queued_by: str | None = None) -> bool:
+    """Hand one turn to this worker process's event loop; return once the turn owns its row.
 
-
-async def _turn(session_id: int) -> None:
-    """One event loop per task: check the ORM thread's connection first (the database may have
-    restarted since the last task) and release the loop's Redis pools at the end."""
-    await sync_to_async(close_old_connections)()
-    try:
-        await get_runtime().run_turn(session_id)
-    finally:
-        layer = get_channel_layer()
-        if hasattr(layer, "close_pools"):
-            await layer.close_pools()
+    Acknowledged late: a worker that dies before the hand-over leaves the message for another
+    worker, and the claim (a compare-and-set on the row's owner) makes a redelivered message a
+    no-op once some process has taken the turn. Never retried otherwise: a turn has side effects.
+    """
+    return turn_host().hand_over(session_id, queued_by)
 
 
 @shared_task(name="agents_app.reap_orphans")

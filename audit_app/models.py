@@ -83,6 +83,8 @@ class LLMCall(AppendOnlyModel, TenantModel):
     model = models.CharField(max_length=200)
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
+    # Prompt tokens the provider served from its prompt cache (0 when it does not say).
+    cached_tokens = models.PositiveIntegerField(default=0)
     latency_ms = models.PositiveIntegerField(default=0)
     finish_reason = models.CharField(max_length=40, blank=True)
     error = models.TextField(blank=True)

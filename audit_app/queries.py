@@ -280,6 +280,38 @@ def merge_endpoint_usage(entries: list[dict]) -> list[dict]:
     return [merged[name] for name in sorted(merged)]
 
 
+def usage_from_calls(calls: list[LLMCall]) -> dict[int, dict[str, Usage]]:
+    """`llm_usage_by_session` computed from rows already loaded (the tree lists them per call):
+    {session: {endpoint: {model: {prompt, completion, calls}}}}."""
+    usage: dict[int, dict[str, Usage]] = {}
+    for call in calls:
+        item = (
+            usage.setdefault(call.session_id, {})
+            .setdefault(call.endpoint, {})
+            .setdefault(call.model, {"prompt": 0, "completion": 0, "calls": 0})
+        )
+        item["prompt"] += call.prompt_tokens
+        item["completion"] += call.completion_tokens
+        item["calls"] += 1
+    return usage
+
+
+def model_call_entry(call: LLMCall) -> dict:
+    """One model request as the audit pages list it."""
+    return {
+        "id": call.pk,
+        "model": call.model,
+        "endpoint": call.endpoint,
+        "at": call.started_at,
+        "prompt_tokens": call.prompt_tokens,
+        "cached_tokens": call.cached_tokens,
+        "completion_tokens": call.completion_tokens,
+        "latency_ms": call.latency_ms,
+        "finish_reason": call.finish_reason,
+        "error": call.error,
+    }
+
+
 def session_summary(row: ChatSession, call_count: int, by_endpoint: dict[str, Usage] | None) -> dict:
     """The facts one list row or tree node shows about a session (`by_endpoint` is its entry of
     `llm_usage_by_session`)."""

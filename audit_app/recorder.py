@@ -3,6 +3,8 @@
 The agents layer calls these after each call; redaction and truncation happen here, so no caller
 can store a secret or an unbounded result by forgetting a step. A failing write is logged and
 reported as `None`, never raised: losing an audit row must not lose the user's answer.
+The inserts run through `ops_app.async_db.db_twin`: on the thread pool with a pooled connection on
+PostgreSQL, so concurrent turns do not queue on one ORM thread.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from django.conf import settings
 
 from audit_app.models import AuditLog, LLMCall
 from audit_app.redaction import redact_arguments, redact_text
+from ops_app.async_db import db_twin
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +47,7 @@ async def record_tool_call(
 ) -> int | None:
     """Store one tool call; `content` is the whole result (the row keeps it truncated and its size)."""
     try:
-        row = await AuditLog.objects.acreate(
+        row = await _create_tool_row(
             organization_id=organization_id,
             session_id=session_id,
             user_id=user_id,
@@ -82,7 +85,7 @@ async def record_llm_call(
 ) -> int | None:
     """Store one model request: who asked, which endpoint and model, tokens, latency, how it ended."""
     try:
-        row = await LLMCall.objects.acreate(
+        row = await _create_llm_row(
             organization_id=organization_id,
             session_id=session_id,
             persona=persona[:100],
@@ -91,6 +94,7 @@ async def record_llm_call(
             model=model[:200],
             prompt_tokens=usage.get("prompt_tokens", 0),
             completion_tokens=usage.get("completion_tokens", 0),
+            cached_tokens=usage.get("cached_tokens", 0),
             latency_ms=latency_ms,
             finish_reason=finish_reason[:40],
             error=redact_text(error),
@@ -100,3 +104,15 @@ async def record_llm_call(
         log.exception("could not record the LLM call")
         return None
     return row.pk
+
+
+def _insert_tool_row(**fields) -> AuditLog:
+    return AuditLog.objects.create(**fields)
+
+
+def _insert_llm_row(**fields) -> LLMCall:
+    return LLMCall.objects.create(**fields)
+
+
+_create_tool_row = db_twin(_insert_tool_row)
+_create_llm_row = db_twin(_insert_llm_row)

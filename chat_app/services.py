@@ -1,7 +1,8 @@
 """Every write to chat sessions and messages goes through these functions.
 
-They are synchronous (Django ORM); async callers use the `a*` twins, which run them in the
-ORM's thread so the event loop never blocks on the database.
+They are synchronous (Django ORM); async callers use the `a*` twins, so the event loop never
+blocks on the database. The turn's hot-path twins (`ops_app.async_db.db_twin`) run on the thread
+pool with a pooled connection on PostgreSQL, and in the ORM's thread on SQLite (one writer).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from chat_app.models import (
     SessionStatus,
 )
 from chat_app.signals import session_reaped
+from ops_app.async_db import db_twin
 from ops_app.tenancy import organization_of
 
 log = logging.getLogger(__name__)
@@ -98,6 +100,28 @@ def append_message(
             tokens=tokens,
             kind=kind,
         )
+
+
+def append_messages(session_id: int, messages: list[dict]) -> int:
+    """Append a step's messages (OpenAI format) in one transaction: one lock, one round of seq
+    allocation, instead of one transaction per message on the turn's hot path."""
+    if not messages:
+        return 0
+    with transaction.atomic():
+        ChatSession.objects.select_for_update().filter(pk=session_id).values_list("pk").get()
+        last = ChatMessage.objects.filter(session_id=session_id).aggregate(m=Max("seq"))["m"] or 0
+        ChatMessage.objects.bulk_create(
+            ChatMessage(
+                session_id=session_id,
+                seq=last + index,
+                role=message["role"],
+                content=message.get("content") or "",
+                tool_calls=message.get("tool_calls") or [],
+                tool_call_id=message.get("tool_call_id", ""),
+            )
+            for index, message in enumerate(messages, start=1)
+        )
+    return len(messages)
 
 
 def title_from(text: str) -> str:
@@ -263,6 +287,18 @@ def close_session(
     return bool(updated)
 
 
+def claim_turn(session_id: int, queued_by: str | None = None) -> bool:
+    """A worker process takes a queued turn: the row's owner becomes this process.
+
+    A compare-and-set on the owner the submitting process wrote (`queued_by`), so a redelivered
+    task never runs a turn twice; False when the turn is no longer running or another process
+    took it (docs/runtime.md, "Many turns per worker process")."""
+    rows = ChatSession.objects.filter(pk=session_id, status=SessionStatus.RUNNING)
+    if queued_by is not None:
+        rows = rows.filter(owner=queued_by)
+    return bool(rows.update(owner=process_identity(), heartbeat_at=timezone.now()))
+
+
 def request_stop(session_id: int, reason: str = "stopped") -> bool:
     """Ask whichever process runs the session to stop it, saying who asked. True if it was still open."""
     return bool(
@@ -356,13 +392,15 @@ def _as_openai(row: dict) -> dict:
 abegin_turn = sync_to_async(begin_turn)
 arename_chat = sync_to_async(rename_chat)
 adelete_chat = sync_to_async(delete_chat)
-aend_turn = sync_to_async(end_turn)
-aappend_message = sync_to_async(append_message)
-aopen_worker_session = sync_to_async(open_worker_session)
-aopen_work_session = sync_to_async(open_work_session)
-amark_running = sync_to_async(mark_running)
-aclose_session = sync_to_async(close_session)
+aend_turn = db_twin(end_turn)
+aappend_message = db_twin(append_message)
+aopen_worker_session = db_twin(open_worker_session)
+aopen_work_session = db_twin(open_work_session)
+amark_running = db_twin(mark_running)
+aclose_session = db_twin(close_session)
 arequest_stop = sync_to_async(request_stop)
+aclaim_turn = db_twin(claim_turn)
+aappend_messages = db_twin(append_messages)
 astop_requested = sync_to_async(stop_requested)
-aheartbeat = sync_to_async(heartbeat)
-ahistory = sync_to_async(history)
+aheartbeat = db_twin(heartbeat)
+ahistory = db_twin(history)

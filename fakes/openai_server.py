@@ -312,7 +312,7 @@ def _completion(reply: Reply, model: str) -> dict:
             }
             for i, c in enumerate(reply.calls)
         ]
-    usage = dict(reply.usage, total_tokens=sum(reply.usage.values()))
+    usage = _with_total(reply.usage)
     return {
         "id": "chatcmpl-fake",
         "object": "chat.completion",
@@ -350,7 +350,13 @@ def _chunks(reply: Reply, model: str, include_usage: bool) -> list[dict]:
             chunks.append(chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}))
     chunks.append(chunk({}, _finish_reason(reply)))
     if include_usage:
-        usage = dict(reply.usage, total_tokens=sum(reply.usage.values()))
+        usage = _with_total(reply.usage)
         chunks.append({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": model,
                        "choices": [], "usage": usage})  # fmt: skip
     return chunks
+
+
+def _with_total(usage: dict) -> dict:
+    """The usage block with `total_tokens`; nested details (`prompt_tokens_details`) pass through."""
+    counts = (usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0))
+    return dict(usage, total_tokens=sum(counts))

@@ -101,6 +101,8 @@ class Config:
     smtp_starttls: bool = True
     smtp_ssl: bool = False
     email_from: str = "ongrid@localhost"
+    # Turns one worker process carries at once (docs/runtime.md, "Many turns per worker process").
+    turns_per_process: int = 200
 
     @property
     def uses_redis(self) -> bool:
@@ -167,7 +169,14 @@ def _database(env: Mapping[str, str], data_dir: Path) -> dict:
         }
     db = dj_database_url.parse(url, conn_max_age=0, conn_health_checks=True)
     if db["ENGINE"] == "django.db.backends.postgresql":
-        db.setdefault("OPTIONS", {})
+        options = db.setdefault("OPTIONS", {})
+        pool_size = int(_number(env, "ONGRID_DB_POOL_SIZE", 20, int, 0))
+        if pool_size:
+            # Django's native pool (psycopg_pool): turns borrow a connection per database call from
+            # any thread (ops_app.async_db). With CONN_HEALTH_CHECKS Django has the pool test a
+            # connection as it leaves the pool, so one the server dropped (restart,
+            # pg_terminate_backend) is replaced instead of used.
+            options["pool"] = {"min_size": min(2, pool_size), "max_size": pool_size}
     return db
 
 
@@ -338,4 +347,5 @@ def load(env: Mapping[str, str] | None = None) -> Config:
         smtp_starttls=_flag(env, "ONGRID_SMTP_STARTTLS", default=True),
         smtp_ssl=_flag(env, "ONGRID_SMTP_SSL"),
         email_from=env.get("ONGRID_EMAIL_FROM") or "ongrid@localhost",
+        turns_per_process=int(_number(env, "ONGRID_TURNS_PER_PROCESS", 200, int, 1)),
     )

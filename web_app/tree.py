@@ -19,8 +19,14 @@ from django.db.models import Q
 
 from agents_app.models import MutatingProposal
 from agents_app.proposals import describe_proposal
-from audit_app.models import AuditLog
-from audit_app.queries import llm_usage_by_session, merge_endpoint_usage, session_summary
+from audit_app.models import AuditLog, LLMCall
+from audit_app.queries import (
+    llm_usage_by_session,
+    merge_endpoint_usage,
+    model_call_entry,
+    session_summary,
+    usage_from_calls,
+)
 from chat_app.models import ChatMessage, ChatSession, MessageRole
 
 SPAWN_TOOL = "AgentTool"  # its spawned session is a worker (a child node), not a review
@@ -41,6 +47,7 @@ class _Rows:
     messages: list[ChatMessage]
     usage: dict
     proposals: list[MutatingProposal]
+    model_calls: list[LLMCall]
 
 
 def _load(root_id: int, *, messages: str, since: datetime | None) -> _Rows:
@@ -56,12 +63,16 @@ def _load(root_id: int, *, messages: str, since: datetime | None) -> _Rows:
         calls = calls.filter(started_at__gte=since)
         said = said.filter(created_at__gte=since)
         held = held.filter(created_at__gte=since)
+    # All of them for the token totals (as before); the per-call list keeps `since`.
+    asked = list(LLMCall.objects.filter(session_id__in=ids).order_by("started_at", "pk"))
+    model_calls = [a for a in asked if since is None or a.started_at >= since]
     return _Rows(
         rows,
         list(calls.order_by("started_at", "pk")),
         list(said.order_by("session_id", "seq")) if messages != "none" else [],
-        llm_usage_by_session(ids),
+        usage_from_calls(asked),
         list(held.select_related("human_approver").order_by("created_at", "pk")),
+        model_calls,
     )
 
 
@@ -86,6 +97,9 @@ class _Assembler:
         self.messages = defaultdict(list)
         for message in rows.messages:
             self.messages[message.session_id].append(message)
+        self.model_calls = defaultdict(list)
+        for asked in rows.model_calls:
+            self.model_calls[asked.session_id].append(model_call_entry(asked))
         self.proposals = defaultdict(list)
         self.proposal_of_call = {}
         for proposal in rows.proposals:
@@ -126,6 +140,7 @@ class _Assembler:
         summary["error"] = row.error
         summary["proposals"] = self.proposals[session_id]
         summary["timeline"] = self.timeline(row)
+        summary["model_calls"] = self.model_calls[session_id]
         summary["children"] = [self.node(child.pk) for child in self.children[session_id]]
         return summary
 

@@ -120,10 +120,7 @@ class OpenAIProvider:
             async with stream:  # closes the HTTP response even when the consumer stops early
                 async for chunk in stream:
                     if chunk.usage:
-                        usage = {
-                            "prompt_tokens": chunk.usage.prompt_tokens or 0,
-                            "completion_tokens": chunk.usage.completion_tokens or 0,
-                        }
+                        usage = _usage(chunk.usage)
                     for choice in chunk.choices or []:
                         delta = choice.delta
                         if delta is not None and delta.content:
@@ -208,3 +205,16 @@ def _detail(error: openai.APIError) -> str:
         if isinstance(inner, dict) and inner.get("message"):
             return redact_text(str(inner["message"]))
     return redact_text(getattr(error, "message", None) or str(error))
+
+
+def _usage(reported) -> dict:
+    """Tokens of one call, with `cached_tokens` (the part of the prompt the provider's cache served)
+    when the provider reports it."""
+    usage = {
+        "prompt_tokens": reported.prompt_tokens or 0,
+        "completion_tokens": reported.completion_tokens or 0,
+    }
+    cached = getattr(getattr(reported, "prompt_tokens_details", None), "cached_tokens", None)
+    if cached is not None:
+        usage["cached_tokens"] = cached
+    return usage

@@ -119,7 +119,7 @@ def test_auditing_org_admin_sees_only_own_tenant_sessions_in_the_admin(client, o
 
 
 def test_the_recorder_only_ever_creates_audit_rows_and_is_their_only_writer():
-    """Audit rows are written by `audit_app.recorder` with acreate only (the model guards would fail
+    """Audit rows are written by `audit_app.recorder` with create only (the model guards would fail
     any other write), and neither the tool chain nor the kernel touches the audit models."""
     import inspect
 
@@ -128,7 +128,7 @@ def test_the_recorder_only_ever_creates_audit_rows_and_is_their_only_writer():
     from audit_app import recorder
 
     source = inspect.getsource(recorder)
-    assert "AuditLog.objects.acreate(" in source and "LLMCall.objects.acreate(" in source
+    assert "AuditLog.objects.create(" in source and "LLMCall.objects.create(" in source
     for forbidden in (".asave(", ".save(", ".aupdate(", ".update(", ".adelete(", ".delete("):
         assert forbidden not in source
     for caller in (invoke, kernel):

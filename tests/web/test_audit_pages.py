@@ -260,3 +260,19 @@ async def test_a_real_gated_write_hangs_its_reviewer_and_proposal_under_the_call
         assert "<dt>executed_at</dt><dd>—</dd>" not in proposal
 
     await sync_to_async(check)()
+
+
+async def test_each_model_call_shows_its_prompt_and_cached_tokens(member, auditor, agents_llm):
+    usage = {"prompt_tokens": 2048, "completion_tokens": 12, "prompt_tokens_details": {"cached_tokens": 1792}}
+    agents_llm.add("default", text("cached answer", usage=usage))
+    chat = await sync_to_async(services.start_chat)(member)
+    await services.abegin_turn(chat.pk, "anything")
+    await Runtime().run_turn(chat.pk)
+
+    def check() -> None:
+        row = LLMCall.objects.get(session_id=chat.pk)
+        html = login(auditor).get(reverse("audit-session", args=[chat.pk])).content.decode()
+        cells = re.search(rf'<tr data-llm-call="{row.pk}">(.*?)</tr>', html, re.S).group(1)
+        assert re.findall(r"<td>(\d+)</td>", cells) == ["2048", "1792", "12"]
+
+    await sync_to_async(check)()

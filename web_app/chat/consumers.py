@@ -171,6 +171,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
             self.turn = event.get("message_id") or 0
             title = ChatSession.objects.filter(pk=self.chat.pk).values_list("title", flat=True).first()
             return fragments.turn_started(self.turn, event.get("user_text", ""), self.chat.pk, title or "")
+        if kind == "turn.queued":
+            return fragments.turn_queued() if self.turn is None else ""
         if self.turn is None:
             return ""
         if kind == "tool.started":

@@ -99,8 +99,19 @@ def _oob(template: str, **context) -> str:
     return render_to_string(f"chat/{template}", context)
 
 
+QUEUED_NOTICE = "Queued: every worker is busy; this turn starts as soon as one is free."
+
+
+def turn_queued() -> str:
+    """The turn waits in the broker queue for a worker slot (docs/runtime.md); `turn.started` removes it."""
+    return (
+        '<div hx-swap-oob="beforeend:#transcript"><p class="stamp queued" id="turn-queued" role="status">'
+        f"{escape(QUEUED_NOTICE)}</p></div>"
+    )
+
+
 def turn_started(turn: int, user_text: str, chat_session_id: int, title: str = "") -> str:
-    return _oob(
+    return '<p id="turn-queued" hx-swap-oob="delete"></p>' + _oob(
         "_turn_started.html",
         turn=turn,
         user_text=user_text,
