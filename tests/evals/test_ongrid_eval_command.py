@@ -7,8 +7,10 @@ import json
 import re
 import xml.etree.ElementTree as ET
 from io import StringIO
+from pathlib import Path
 
 import pytest
+from django.conf import settings
 from django.core.management import call_command
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -51,3 +53,23 @@ def test_offline_run_writes_json_and_junit_and_compares_with_a_baseline(tmp_path
     assert [w["scenario"] for w in again["comparison"]["worse"]] == ["config-change-pool"]
     assert again["comparison"]["overall"] == [1.0, 0.5]
     assert "worse  config-change-pool: passed 100% → 0%" in printed
+
+
+def test_the_whole_suite_with_the_offline_model_matches_its_committed_baseline(tmp_path):
+    """Every scenario, hermetic and fast: the grader's verdicts for the offline model are the ones
+    docs/evals.md publishes (a change to the grader, a scenario or the offline model shows here)."""
+    baseline = Path(settings.BASE_DIR) / "evals" / "baselines" / "offline.json"
+    out = StringIO()
+    call_command(
+        "ongrid_eval", "--model", "offline", "--output", str(tmp_path / "all"),
+        "--baseline", str(baseline), stdout=out, stderr=StringIO(),
+    )  # fmt: skip
+    document = json.loads((tmp_path / "all" / "results.json").read_text())
+    expected = {r["scenario"]: r["passed"] for r in json.loads(baseline.read_text())["results"]}
+    assert {r["scenario"]: r["passed"] for r in document["results"]} == expected
+    assert len(expected) >= 24 and len({r["category"] for r in document["results"]}) >= 8
+    trivial = [r for r in document["results"] if r["difficulty"] in ("easy", "trivial")]
+    hard = [r for r in document["results"] if r["difficulty"] == "hard"]
+    assert trivial and all(r["passed"] for r in trivial)  # the suite tells models apart:
+    assert hard and not any(r["passed"] for r in hard)  # the stand-in passes the easy, fails the hard
+    assert document["comparison"]["worse"] == [] and document["comparison"]["better"] == []

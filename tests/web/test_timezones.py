@@ -62,6 +62,8 @@ def test_the_admin_uses_the_same_format_and_zone(admin_client, admin_user, org):
     admin_client.cookies["ongrid_tz"] = "America/New_York"
     html = admin_client.get("/admin/ops_app/incident/").content.decode()
     assert "2026-11-30 19:26" in html and "Dec. 1, 2026" not in html
+    # the zone is shown beside the welcome message
+    assert '<a class="zone" href="/preferences/"' in html and ">America/New_York</a>" in html
 
 
 def test_relative_times_read_naturally():
