@@ -20,6 +20,7 @@ from tests.agents.test_user_agents_admin import ADD_URL, LIST_URL, change_url, e
 BUILTINS = (
     "default",
     "incident-investigator",
+    "reporter",
     "reviewer",
     "specialist-compute",
     "specialist-disk",
@@ -55,7 +56,7 @@ def file_rows(page: str) -> dict[str, str]:
 
 
 @pytest.mark.django_db
-def test_an_empty_changelist_still_shows_the_eight_builtin_personas(client, org_admin):
+def test_an_empty_changelist_still_shows_every_builtin_persona(client, org_admin):
     client.force_login(org_admin)
     page = client.get(LIST_URL).content.decode()
     assert "0 user agents" in page
