@@ -117,6 +117,28 @@ def test_the_reports_page_shows_the_figures_to_members_not_to_other_organization
     assert client.get(reverse("report", args=[report.pk])).status_code == 404
 
 
+@pytest.mark.parametrize(
+    ("language", "opened", "heading"),
+    [
+        ("es", "Incidentes abiertos:", "Informes"),
+        ("fr", "Incidents ouverts :", "Rapports"),
+        ("zh-Hans", "新建事件：", "报告"),
+    ],
+)
+def test_the_report_pages_follow_the_readers_language(
+    client, org, seeded, member, agents_llm, language, opened, heading
+):
+    agents_llm.add("reporter", text("Narrative."))
+    report = run_report(make_schedule(org, "r", kind="report", persona="reporter", prompt=""))
+    client.force_login(member)
+    page = client.get(reverse("report", args=[report.pk]), HTTP_ACCEPT_LANGUAGE=language).content.decode()
+    assert f"{opened} <strong>" in page
+    listing = client.get(reverse("reports"), HTTP_ACCEPT_LANGUAGE=language).content.decode()
+    assert f"<h1>{heading}</h1>" in listing
+    printable = client.get(reverse("report-print", args=[report.pk]), HTTP_ACCEPT_LANGUAGE=language)
+    assert f'<html lang="{language.lower()}">' in printable.content.decode()
+
+
 def test_a_report_is_mailed_and_posted_to_a_signed_webhook(org, seeded, agents_llm, settings):
     settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
     agents_llm.add("reporter", text("Narrative for the mail."))

@@ -3,6 +3,7 @@ string that is not marked, or marked but not translated, fails it."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -33,7 +34,9 @@ def test_a_new_string_without_translation_fails_the_check(tmp_path, capsys):
     assert "templates/schedules.html:1: text not marked for translation: 'Nightly schedules'" in out
     assert "templates/schedules.html:2: text not marked for translation: 'title=\"Run it now\"'" in out
     for locale in ("es", "fr", "zh_Hans"):
-        assert f"locale/{locale}/LC_MESSAGES/django.po: 1 untranslated message(s)" in out
+        # makemessages may guess a fuzzy translation from a similar message of the catalog
+        # (msgmerge's fuzzy matching), so the new string fails as untranslated or as fuzzy.
+        assert re.search(rf"locale/{locale}/LC_MESSAGES/django\.po: 1 (untranslated|fuzzy) message\(s\)", out)
     assert "    Run every schedule now" in out
     assert "djangojs.po" not in out  # the JavaScript catalogs are still complete
 
