@@ -15,3 +15,17 @@ session_reaped = Signal()
 #                    "severity", "path" (the incident page, e.g. /incidents/7/)}, "status",
 #                    "summary", "root_cause", "confidence", "confidence_word", "error"
 investigation_finished = Signal()
+
+# Sent by the schedules app when a run of a schedule with IM delivery on has its output (its
+# finding, or its report), for the IM bridges to post it to the organization's summary channels;
+# the two apps never import each other (docs/schedules.md, "Delivery"). Keyword arguments:
+#   organization_id  the schedule's organization: only its chat apps may receive the message
+#   kind             "inspection" or "report"
+#   title            one line, e.g. "disk check: PROBLEM" or "Weekly report 2026-02-23 – 2026-03-02"
+#   markdown         a short Markdown summary (the finding with its evidence, or the key figures)
+#   url              the absolute address of the run page (inspection) or the report page (report)
+#   status           "ok" | "warning" | "problem" for an inspection, "report" for a report
+# A receiver returns a short outcome ("posted to 2 channel(s)") kept on the run, and must not
+# raise for a chat outage: it logs it. The sender uses `send_robust`, so one that does raise is
+# recorded as a failed delivery and never fails the run.
+schedule_delivered = Signal()

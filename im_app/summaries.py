@@ -1,10 +1,11 @@
-"""Investigation summaries in the team chat: when an investigation ends, each enabled chat app of
-its organization that names a summary channel gets a short summary with a link to the incident.
+"""Summaries in the team chat: when an investigation ends, or a schedule with IM delivery has its
+finding or report, each enabled chat app of the organization that names a summary channel gets a
+short summary with a link to the incident, run or report page.
 
-The signal is `chat_app.signals.investigation_finished`, sent by the incidents app: the two apps
-are siblings and never import each other, so only its documented keyword arguments
-(`organization_id`, `summary`) are read here. A failed post is logged and never reaches the
-investigation that finished.
+The signals are `chat_app.signals.investigation_finished` (sent by the incidents app) and
+`chat_app.signals.schedule_delivered` (sent by the schedules app): those apps are siblings of this
+one and never import it, nor it them, so only the signals' documented keyword arguments are read
+here. A failed post is logged and never reaches the investigation or run that sent it.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import logging
 from asgiref.sync import async_to_sync
 from django.dispatch import receiver
 
-from chat_app.signals import investigation_finished
+from chat_app.signals import investigation_finished, schedule_delivered
 from im_app.feishu_bridge import FeishuThread
 from im_app.identities import public_url
 from im_app.models import IMApp, Platform
@@ -54,11 +55,29 @@ def channel_thread(app: IMApp, channel: str):
     return FeishuThread(FeishuClient(app), channel, root="")
 
 
-async def post_summary(thread, summary: dict) -> None:
-    path = (summary.get("incident") or {}).get("path") or ""
-    links = [("Incident", public_url(path))] if path else []
-    for chunk in thread.final(summary_markdown(summary), links):
+async def post_message(thread, markdown: str, links: list[tuple[str, str]]) -> None:
+    for chunk in thread.final(markdown, links):
         await thread.post(chunk)
+
+
+def post_to_summary_channels(
+    organization_id: int, markdown: str, links: list[tuple[str, str]], what: str
+) -> tuple[int, int]:
+    """Post to every enabled app of the organization that has a summary channel: (posted, apps).
+
+    Apps are served in name order, one after another; a failure is logged (naming the app and
+    `what`, never a credential) and the next app is still served.
+    """
+    apps = IMApp.objects.filter(organization_id=organization_id, enabled=True).exclude(summary_channel="")
+    posted, total = 0, 0
+    for app in apps:
+        total += 1
+        try:
+            async_to_sync(post_message)(channel_thread(app, app.summary_channel.strip()), markdown, links)
+            posted += 1
+        except Exception:  # noqa: BLE001 - a chat outage must not fail what sent the summary
+            log.exception("IM app %s: could not post the %s", app.pk, what)
+    return posted, total
 
 
 @receiver(investigation_finished, dispatch_uid="ongrid-im-investigation-summaries")
@@ -66,9 +85,40 @@ def post_summaries(sender, organization_id: int | None = None, summary: dict | N
     """Post `summary` to every enabled app of the organization that has a summary channel."""
     if organization_id is None or not summary:
         return
-    apps = IMApp.objects.filter(organization_id=organization_id, enabled=True).exclude(summary_channel="")
-    for app in apps:
-        try:
-            async_to_sync(post_summary)(channel_thread(app, app.summary_channel.strip()), summary)
-        except Exception:  # noqa: BLE001 - a chat outage must not fail the investigation
-            log.exception("IM app %s: could not post the investigation summary", app.pk)
+    path = (summary.get("incident") or {}).get("path") or ""
+    links = [("Incident", public_url(path))] if path else []
+    post_to_summary_channels(organization_id, summary_markdown(summary), links, "investigation summary")
+
+
+STATUS_MARK = {"ok": "✅", "warning": "⚠️", "problem": "🚨"}
+
+
+def schedule_markdown(title: str, status: str, markdown: str) -> str:
+    """A schedule's output as one chat message: a bold title line, then the sender's summary."""
+    mark = STATUS_MARK.get(status, "📊" if status == "report" else "")
+    head = f"{mark} **{title}**".strip()
+    return f"{head}\n{markdown.strip()}" if markdown.strip() else head
+
+
+@receiver(schedule_delivered, dispatch_uid="ongrid-im-schedule-output")
+def post_schedule_output(
+    sender,
+    organization_id: int | None = None,
+    kind: str = "",
+    title: str = "",
+    markdown: str = "",
+    url: str = "",
+    status: str = "",
+    **kwargs,
+) -> str:
+    """Post a schedule's finding or report to the organization's summary channels; the outcome
+    the run keeps ("posted to 2 channel(s)")."""
+    if organization_id is None:
+        return "no organization"
+    links = [("Report" if kind == "report" else "Run", url)] if url else []
+    posted, total = post_to_summary_channels(
+        organization_id, schedule_markdown(title, status, markdown), links, f"{kind or 'schedule'} output"
+    )
+    if posted < total:
+        return f"posted to {posted} of {total} channel(s); see the server log"
+    return f"posted to {posted} channel(s)"

@@ -28,7 +28,10 @@ class ScheduleAdmin(TenantScopedAdmin):
             "When",
             {"fields": ("cron", "interval_minutes", "timezone", "next_run_at", "last_run_at", "last_status")},
         ),
-        ("Delivery (the web always has it)", {"fields": ("email_to", "webhook_url", "webhook_secret")}),
+        (
+            "Delivery (the web always has it)",
+            {"fields": ("email_to", "webhook_url", "webhook_secret", "deliver_to_im")},
+        ),
     )
 
     @admin.display(description="When")

@@ -2,8 +2,11 @@
 
 Each destination is a function `(schedule, message) -> str` registered in `DESTINATIONS`; it
 returns a short outcome ("sent to 2 recipients") or raises `DeliveryError`. One destination
-failing never stops the others. IM channels plug in here once the bridges exist: a function
-registered under "im" (docs/schedules.md, "Delivery").
+failing never stops the others.
+
+IM channels: `schedules_app` never imports the IM bridges (sibling apps), so the "im" destination
+sends `chat_app.signals.schedule_delivered` and the bridges' receiver posts the summary to each
+enabled chat app's summary channel of the schedule's organization (docs/im.md).
 
 Webhooks carry JSON signed with HMAC-SHA256 over the exact body bytes, in the header
 `X-Ongrid-Signature: sha256=<hex>`; the secret is the schedule's encrypted `webhook_secret`.
@@ -23,6 +26,7 @@ import httpx
 from django.conf import settings
 from django.core.mail import send_mail
 
+from chat_app.signals import schedule_delivered
 from schedules_app.models import Schedule
 
 log = logging.getLogger(__name__)
@@ -40,6 +44,12 @@ class Message:
     subject: str
     text: str  # plain text, for e-mail and IM
     payload: dict[str, Any] = field(default_factory=dict)  # for the webhook
+    # For IM: a one-line title, a short Markdown summary, the run's or report's page, its status.
+    title: str = ""
+    markdown: str = ""
+    url: str = ""
+    status: str = ""
+    kind: str = ""
 
 
 def sign(secret: str, body: bytes) -> str:
@@ -71,10 +81,32 @@ def _webhook(schedule: Schedule, message: Message) -> str:
     return f"HTTP {response.status_code}"
 
 
+def _im(schedule: Schedule, message: Message) -> str:
+    """Hand the summary to whichever IM bridges listen; a receiver that raises is a failed delivery."""
+    answers = schedule_delivered.send_robust(
+        sender=Schedule,
+        organization_id=schedule.organization_id,
+        kind=message.kind or schedule.kind,
+        title=message.title or message.subject,
+        markdown=message.markdown or message.text,
+        url=message.url,
+        status=message.status,
+    )
+    if not answers:
+        raise DeliveryError("no IM bridge is installed")
+    failures = [answer for _, answer in answers if isinstance(answer, Exception)]
+    for failure in failures:
+        log.warning("IM delivery of schedule %s failed: %s", schedule.pk, type(failure).__name__)
+    outcomes = [str(answer) for _, answer in answers if answer and not isinstance(answer, Exception)]
+    outcomes += [f"failed: {type(failure).__name__}" for failure in failures]
+    return "; ".join(outcomes) or "nothing to post"
+
+
 # name -> (is it configured for this schedule?, send)
 DESTINATIONS: dict[str, tuple[Callable[[Schedule], bool], Callable[[Schedule, Message], str]]] = {
     "email": (lambda s: bool(s.recipients), _email),
     "webhook": (lambda s: bool(s.webhook_url), _webhook),
+    "im": (lambda s: s.deliver_to_im, _im),
 }
 
 

@@ -58,6 +58,12 @@ class Schedule(TenantModel):
     email_to = models.CharField(max_length=1000, blank=True, help_text="Comma-separated addresses.")
     webhook_url = models.URLField(max_length=1000, blank=True)
     webhook_secret = EncryptedTextField(blank=True, help_text="Signs the webhook body (HMAC-SHA256).")
+    deliver_to_im = models.BooleanField(
+        "IM channel",
+        default=False,
+        help_text="Post a summary with a link to the summary channel of each enabled chat app "
+        "(Slack, Telegram, Feishu) of the organization.",
+    )
     next_run_at = models.DateTimeField(null=True, blank=True)
     last_run_at = models.DateTimeField(null=True, blank=True)
     last_status = models.CharField(max_length=20, blank=True)

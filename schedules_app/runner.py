@@ -11,7 +11,9 @@ import json
 import logging
 
 from asgiref.sync import async_to_sync, sync_to_async
+from django.conf import settings
 from django.db import transaction
+from django.urls import reverse
 from django.utils import timezone
 
 from agents_app.registry import aget_registry
@@ -135,10 +137,16 @@ async def _inspection(run: ScheduleRun, schedule: Schedule) -> delivery.Message:
         incident=incident,
         incident_opened=opened,
     )
-    subject = f"[Ongrid] {schedule.name}: {finding['status'].upper()}"
+    title = f"{schedule.name}: {finding['status'].upper()}"
+    text = _finding_text(finding) + (f"\n\nIncident #{incident.pk}" if incident else "")
     return delivery.Message(
-        subject=subject,
-        text=_finding_text(finding) + (f"\n\nIncident #{incident.pk}" if incident else ""),
+        subject=f"[Ongrid] {title}",
+        text=text,
+        title=title,
+        markdown=text,
+        url=page_url(reverse("schedule-run", args=[run.pk])),
+        status=finding["status"],
+        kind=schedule.kind,
         payload={
             "type": "inspection",
             "organization": schedule.organization_id,
@@ -199,6 +207,11 @@ async def _report(run: ScheduleRun, schedule: Schedule) -> delivery.Message:
     return delivery.Message(
         subject=f"[Ongrid] {report}",
         text=report_text(report),
+        title=str(report),
+        markdown=report_brief(report),
+        url=page_url(reverse("report", args=[report.pk])),
+        status="report",
+        kind=schedule.kind,
         payload={
             "type": "report",
             "organization": schedule.organization_id,
@@ -226,15 +239,17 @@ def _report_prompt(schedule: Schedule, numbers: dict) -> str:
     )
 
 
-def report_text(report: Report) -> str:
-    """The plain-text (Markdown) form of a report: e-mail body and the Markdown export."""
+def page_url(path: str) -> str:
+    """The address a reader opens a run or report at, from outside (ONGRID_PUBLIC_URL)."""
+    return settings.CONFIG.public_url.rstrip("/") + path
+
+
+def _headline_figures(report: Report) -> list[str]:
     f = report.figures
     inc = f.get("incidents", {})
     agents = f.get("agents", {})
     cost = (agents.get("cost") or {}).get("usd")
-    lines = [
-        f"# {report}",
-        "",
+    return [
         f"- Incidents opened: {inc.get('opened', 0)}, resolved: {inc.get('resolved', 0)}",
         f"- MTTA: {figures.duration(inc.get('mtta_seconds'))}, "
         f"MTTR: {figures.duration(inc.get('mttr_seconds'))}",
@@ -243,6 +258,23 @@ def report_text(report: Report) -> str:
         f"- Agent sessions: {agents.get('sessions', 0)}, tool calls: {agents.get('tool_calls', 0)}, "
         f"tokens: {agents.get('tokens', 0)}, cost: {f'${cost:.4f}' if cost is not None else 'unknown'}",
     ]
+
+
+def report_brief(report: Report, narrative_chars: int = 1500) -> str:
+    """A chat-sized report: the headline figures and the start of the narrative; the link has the rest."""
+    lines = _headline_figures(report)
+    if report.narrative:
+        narrative = report.narrative.strip()
+        if len(narrative) > narrative_chars:
+            narrative = narrative[:narrative_chars].rstrip() + " …"
+        lines += ["", narrative]
+    return "\n".join(lines)
+
+
+def report_text(report: Report) -> str:
+    """The plain-text (Markdown) form of a report: e-mail body and the Markdown export."""
+    f = report.figures
+    lines = [f"# {report}", "", *_headline_figures(report)]
     for title, key, unit in (
         ("Noisiest alert rules", "noisiest_alert_rules", "alerts"),
         ("Top services", "top_services", "incidents"),
