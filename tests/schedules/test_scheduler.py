@@ -93,11 +93,24 @@ def test_a_second_claim_of_the_same_due_time_is_refused_even_from_a_stale_read(o
     assert ScheduleRun.objects.filter(schedule=schedule).count() == 1
 
 
+@pytest.fixture
+def eager_celery():
+    """The Celery path run eagerly, with REDIS_URL too, so a run completes within the request."""
+    from ongrid_site.celery import app as celery_app
+
+    previous = celery_app.conf.task_always_eager
+    celery_app.conf.task_always_eager = True
+    yield
+    celery_app.conf.task_always_eager = previous
+
+
 @pytest.mark.django_db
-def test_run_now_in_the_admin_runs_the_schedule_at_once(client, org, org_admin, agents_llm, settings):
+def test_run_now_in_the_admin_runs_the_schedule_at_once(
+    client, org, org_admin, agents_llm, settings, eager_celery
+):
     from fakes.openai_server import call, text, tool_calls
 
-    settings.ONGRID_EXECUTOR = "celery"  # Celery is eager without REDIS_URL: the run completes in the request
+    settings.ONGRID_EXECUTOR = "celery"
     schedule = make_schedule(org, now=T0)
     agents_llm.add(
         "specialist-disk",
