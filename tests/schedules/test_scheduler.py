@@ -104,7 +104,7 @@ def eager_celery():
     celery_app.conf.task_always_eager = previous
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)  # the run writes through pooled connections on other threads
 def test_run_now_in_the_admin_runs_the_schedule_at_once(
     client, org, org_admin, agents_llm, settings, eager_celery
 ):
