@@ -65,3 +65,32 @@ def test_english_messages_are_unchanged_without_a_language(client, org_admin):
     client.force_login(org_admin)
     page = client.post(reverse("admin:agents_app_useragent_import"), {"text": BAD_TOOL}).content.decode()
     assert "Unknown tool(s): rm_rf. Known tools:" in page
+
+
+ADMIN_LABELS = {
+    "es": [
+        "Herramientas y permisos",
+        "Una línea: para qué sirve este agente.",
+        "Herramientas que este agente nunca recibe",
+    ],
+    "fr": ["Outils et permissions", "Une ligne : à quoi sert cet agent.", "Outils jamais donnés à cet agent"],
+    "zh-Hans": ["工具与权限", "一句话说明该智能体的用途。", "永远不提供给该智能体的工具"],
+}
+IMPORT_LABELS = {
+    "es": ["Importar un archivo de persona", "Reemplazar un agente existente con el mismo nombre"],
+    "fr": ["Importer un fichier de persona", "Remplacer un agent existant du même nom"],
+    "zh-Hans": ["导入 persona 文件", "替换同名的已有智能体"],
+}
+
+
+@pytest.mark.parametrize("language", ["es", "fr", "zh-Hans"])
+def test_the_agent_admin_pages_label_their_fields_in_the_browsers_language(client, org_admin, language):
+    client.force_login(org_admin)
+    page = client.get("/admin/agents_app/useragent/add/", HTTP_ACCEPT_LANGUAGE=language).content.decode()
+    for text in ADMIN_LABELS[language]:
+        assert text in page
+    assert "Tools and permissions" not in page and "One line: what this agent is for." not in page
+    url = reverse("admin:agents_app_useragent_import")
+    page = client.get(url, HTTP_ACCEPT_LANGUAGE=language).content.decode()
+    for text in IMPORT_LABELS[language]:
+        assert text in page
