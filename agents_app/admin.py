@@ -10,6 +10,8 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext_lazy as _
 
 from agents_app import registry, user_agents
 from agents_app.forms import ImportForm, UserAgentForm
@@ -29,10 +31,10 @@ class UserAgentAdmin(TenantScopedAdmin):
     actions = ("enable_agents", "disable_agents")
     fieldsets = (
         (None, {"fields": ("name", "description", "when_to_use", "enabled", "body")}),
-        ("Tools and permissions", {"fields": ("tools", "disallowed_tools", "permission_mode")}),
-        ("Limits and model", {"fields": ("max_turns", "max_tool_calls", "model")}),
-        ("Prompt additions", {"fields": ("critical_reminder", "skills", "extra")}),
-        ("History", {"fields": ("created_by", "created_at", "updated_at")}),
+        (_("Tools and permissions"), {"fields": ("tools", "disallowed_tools", "permission_mode")}),
+        (_("Limits and model"), {"fields": ("max_turns", "max_tool_calls", "model")}),
+        (_("Prompt additions"), {"fields": ("critical_reminder", "skills", "extra")}),
+        (_("History"), {"fields": ("created_by", "created_at", "updated_at")}),
     )
 
     class Media:
@@ -58,11 +60,11 @@ class UserAgentAdmin(TenantScopedAdmin):
             obj.created_by = request.user
         super().save_model(request, obj, form, change)
 
-    @admin.action(description="Enable selected agents", permissions=["change"])
+    @admin.action(description=_("Enable selected agents"), permissions=["change"])
     def enable_agents(self, request, queryset):
         self._set_enabled(request, queryset, True)
 
-    @admin.action(description="Disable selected agents", permissions=["change"])
+    @admin.action(description=_("Disable selected agents"), permissions=["change"])
     def disable_agents(self, request, queryset):
         self._set_enabled(request, queryset, False)
 
@@ -73,7 +75,11 @@ class UserAgentAdmin(TenantScopedAdmin):
             agent.enabled = enabled
             agent.save(update_fields=["enabled", "updated_at"])
             changed += 1
-        self.message_user(request, f"{changed} agent(s) {'enabled' if enabled else 'disabled'}.")
+        if enabled:
+            message = ngettext("%(count)d agent enabled.", "%(count)d agents enabled.", changed)
+        else:
+            message = ngettext("%(count)d agent disabled.", "%(count)d agents disabled.", changed)
+        self.message_user(request, message % {"count": changed})
 
     def get_urls(self):
         own = [
@@ -111,7 +117,7 @@ class UserAgentAdmin(TenantScopedAdmin):
             raise PermissionDenied
         organization = organization_of(request.user)
         if organization is None:
-            raise PermissionDenied("Only members of an organization import agents.")
+            raise PermissionDenied(gettext("Only members of an organization import agents."))
         form = ImportForm(request.POST or None, request.FILES or None)
         if request.method == "POST" and form.is_valid():
             overwrite = form.cleaned_data["overwrite"]
@@ -125,13 +131,13 @@ class UserAgentAdmin(TenantScopedAdmin):
                 for message in _messages_of(exc):
                     form.add_error(None, message)
             else:
-                messages.success(request, f"Imported agent {agent.name!r}.")
+                messages.success(request, gettext("Imported agent %(name)s.") % {"name": repr(agent.name)})
                 return redirect(reverse("admin:agents_app_useragent_change", args=[agent.pk]))
         context = {
             **self.admin_site.each_context(request),
             "opts": self.model._meta,
             "form": form,
-            "title": "Import a persona file",
+            "title": gettext("Import a persona file"),
         }
         return TemplateResponse(request, "admin/agents_app/useragent/import.html", context)
 
@@ -154,7 +160,7 @@ class UserAgentAdmin(TenantScopedAdmin):
             raise PermissionDenied
         persona = registry.file_registry().by_name(name)
         if persona is None:
-            raise Http404(f"No built-in or mounted persona is named {name!r}.")
+            raise Http404(gettext("No built-in or mounted persona is named %(name)s.") % {"name": repr(name)})
         return persona
 
     def _copy_targets(self, request) -> list:
@@ -174,7 +180,8 @@ class UserAgentAdmin(TenantScopedAdmin):
         context = {
             **self.admin_site.each_context(request),
             "opts": self.model._meta,
-            "title": f"{persona.name} ({persona.source} persona)",
+            "title": gettext("%(name)s (%(source)s persona)")
+            % {"name": persona.name, "source": persona.source},
             "persona": persona,
             "markdown": persona_to_markdown(persona),
             "override": override,
@@ -193,22 +200,33 @@ class UserAgentAdmin(TenantScopedAdmin):
         if len(targets) > 1:
             targets = [org for org in targets if str(org.pk) == chosen]
         if len(targets) != 1:
-            messages.error(request, "Choose the organization the copy is for.")
+            messages.error(request, gettext("Choose the organization the copy is for."))
             return redirect(reverse("admin:agents_app_useragent_persona", args=[persona.name]))
         try:
             agent, created = user_agents.copy_to_organization(persona, targets[0], request.user)
         except ValidationError as exc:
             for message in _messages_of(exc):
-                messages.error(request, f"Cannot copy {persona.name!r}: {message}")
+                messages.error(
+                    request,
+                    gettext("Cannot copy %(name)s: %(reason)s")
+                    % {"name": repr(persona.name), "reason": message},
+                )
             return redirect(reverse("admin:agents_app_useragent_persona", args=[persona.name]))
         if created:
             messages.success(
                 request,
-                f"Copied {persona.name!r} into an agent of {targets[0]}; it replaces the "
-                f"{persona.source} persona from the next chat on. Edit it below.",
+                gettext(
+                    "Copied %(name)s into an agent of %(organization)s; it replaces the %(source)s "
+                    "persona from the next chat on. Edit it below."
+                )
+                % {"name": repr(persona.name), "organization": targets[0], "source": persona.source},
             )
         else:
-            messages.info(request, f"{targets[0]} already has an agent named {persona.name!r}; here it is.")
+            messages.info(
+                request,
+                gettext("%(organization)s already has an agent named %(name)s; here it is.")
+                % {"organization": targets[0], "name": repr(persona.name)},
+            )
         return redirect(reverse("admin:agents_app_useragent_change", args=[agent.pk]))
 
 

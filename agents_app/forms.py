@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django import forms
 from django.core.exceptions import NON_FIELD_ERRORS
+from django.utils.translation import gettext_lazy as _
 
 from agents_app import tool_names, user_agents
 from agents_app.models import UserAgent
@@ -13,9 +14,9 @@ from ops_app.admin_mixins import visible_organizations
 from ops_app.tenancy import organization_of, sees_all_tenants
 
 TOOL_GROUPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("read", "Read — inspect only", tool_names.READ_TOOLS),
-    ("write", "Write — change something; goes through the review gate", tool_names.WRITE_TOOLS),
-    ("control", "Control — the coordinator's orchestration tools", tool_names.CONTROL_TOOLS),
+    ("read", _("Read — inspect only"), tool_names.READ_TOOLS),
+    ("write", _("Write — change something; goes through the review gate"), tool_names.WRITE_TOOLS),
+    ("control", _("Control — the coordinator's orchestration tools"), tool_names.CONTROL_TOOLS),
 )
 
 
@@ -118,11 +119,13 @@ class ToolListField(NameListField):
 class UserAgentForm(forms.ModelForm):
     tools = ToolListField(
         empty_is_none=True,
-        help_text="Tick tools, or type '*' patterns (one per line) such as host_*, *_skill or "
-        "mcp__grafana__*. Nothing at all means the coordinator's read-only set.",
+        help_text=_(
+            "Tick tools, or type '*' patterns (one per line) such as host_*, *_skill or "
+            "mcp__grafana__*. Nothing at all means the coordinator's read-only set."
+        ),
     )
-    disallowed_tools = ToolListField(help_text="Tools never given to this agent; beats the whitelist.")
-    skills = NameListField(help_text="Skills to activate, one per line.")
+    disallowed_tools = ToolListField(help_text=_("Tools never given to this agent; beats the whitelist."))
+    skills = NameListField(help_text=_("Skills to activate, one per line."))
 
     class Meta:
         model = UserAgent
@@ -166,11 +169,16 @@ class UserAgentForm(forms.ModelForm):
 
 
 class ImportForm(forms.Form):
-    file = forms.FileField(required=False, help_text="A persona .md file (YAML front matter + body).")
-    text = forms.CharField(
-        required=False, widget=forms.Textarea(attrs={"rows": 16, "cols": 90}), help_text="…or paste it here."
+    file = forms.FileField(
+        required=False, label=_("File"), help_text=_("A persona .md file (YAML front matter + body).")
     )
-    overwrite = forms.BooleanField(required=False, label="Replace an existing agent of the same name")
+    text = forms.CharField(
+        required=False,
+        label=_("Text"),
+        widget=forms.Textarea(attrs={"rows": 16, "cols": 90}),
+        help_text=_("…or paste it here."),
+    )
+    overwrite = forms.BooleanField(required=False, label=_("Replace an existing agent of the same name"))
 
     def clean(self):
         data = super().clean()
@@ -178,14 +186,15 @@ class ImportForm(forms.Form):
         if upload:
             if upload.size > MAX_PERSONA_BYTES:
                 raise forms.ValidationError(
-                    f"The file is {upload.size} bytes; the limit is {MAX_PERSONA_BYTES} bytes."
+                    _("The file is %(size)s bytes; the limit is %(limit)s bytes.")
+                    % {"size": upload.size, "limit": MAX_PERSONA_BYTES}
                 )
             try:
                 data["markdown"] = upload.read().decode("utf-8")
             except UnicodeDecodeError:
-                raise forms.ValidationError("The file is not UTF-8 text.") from None
+                raise forms.ValidationError(_("The file is not UTF-8 text.")) from None
         elif data.get("text", "").strip():
             data["markdown"] = data["text"]
         else:
-            raise forms.ValidationError("Choose a file or paste its text.")
+            raise forms.ValidationError(_("Choose a file or paste its text."))
         return data

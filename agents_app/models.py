@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from agents_app.personas import (
     KNOWN_KEYS,
@@ -27,37 +28,39 @@ class UserAgent(TenantModel):
 
     name = models.CharField(
         max_length=NAME_MAX_LENGTH,
-        help_text="Lowercase kebab-case, e.g. specialist-postgres. This is the subagent_type.",
+        help_text=_("Lowercase kebab-case, e.g. specialist-postgres. This is the subagent_type."),
     )
-    description = models.CharField(max_length=500, help_text="One line: what this agent is for.")
+    description = models.CharField(max_length=500, help_text=_("One line: what this agent is for."))
     when_to_use = models.TextField(
-        help_text="When the coordinator should dispatch to it; the first line shows in the catalog."
+        help_text=_("When the coordinator should dispatch to it; the first line shows in the catalog.")
     )
-    body = models.TextField(blank=True, help_text="The system prompt (Markdown).")
+    body = models.TextField(blank=True, help_text=_("The system prompt (Markdown)."))
     tools = models.JSONField(
         null=True,
         blank=True,
-        help_text="Whitelist of tool names or * patterns; empty = the coordinator's read-only set.",
+        help_text=_("Whitelist of tool names or * patterns; empty = the coordinator's read-only set."),
     )
-    disallowed_tools = models.JSONField(default=list, blank=True, help_text="Blacklist; beats the whitelist.")
+    disallowed_tools = models.JSONField(
+        default=list, blank=True, help_text=_("Blacklist; beats the whitelist.")
+    )
     permission_mode = models.CharField(max_length=32, choices=PERMISSION_MODE_CHOICES, default="read-only")
     max_turns = models.PositiveSmallIntegerField(
         null=True,
         blank=True,
         validators=[MinValueValidator(1), MaxValueValidator(MAX_TURNS_LIMIT)],
-        help_text="LLM steps before it must answer; empty = 15 (12 for the coordinator, default).",
+        help_text=_("LLM steps before it must answer; empty = 15 (12 for the coordinator, default)."),
     )
     max_tool_calls = models.PositiveSmallIntegerField(
         null=True,
         blank=True,
         validators=[MinValueValidator(1), MaxValueValidator(MAX_TOOL_CALLS_LIMIT)],
-        help_text="Tool-call budget; empty = none.",
+        help_text=_("Tool-call budget; empty = none."),
     )
-    model = models.CharField(max_length=200, blank=True, help_text="LLM model; empty = ONGRID_MODEL.")
-    critical_reminder = models.TextField(blank=True, help_text="Re-injected every turn.")
-    skills = models.JSONField(default=list, blank=True, help_text="Names of skills to activate.")
-    extra = models.JSONField(default=dict, blank=True, help_text="Unknown front-matter keys, kept.")
-    enabled = models.BooleanField(default=True, help_text="Disabled agents are not in the registry.")
+    model = models.CharField(max_length=200, blank=True, help_text=_("LLM model; empty = ONGRID_MODEL."))
+    critical_reminder = models.TextField(blank=True, help_text=_("Re-injected every turn."))
+    skills = models.JSONField(default=list, blank=True, help_text=_("Names of skills to activate."))
+    extra = models.JSONField(default=dict, blank=True, help_text=_("Unknown front-matter keys, kept."))
+    enabled = models.BooleanField(default=True, help_text=_("Disabled agents are not in the registry."))
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -163,11 +166,13 @@ class MutatingProposal(TenantModel):
     tool_class = models.CharField(max_length=20)
     persona = models.CharField(max_length=100)
     permission_mode = models.CharField(max_length=32)
-    arguments = models.JSONField(default=dict, blank=True, help_text="Secrets redacted.")
+    arguments = models.JSONField(default=dict, blank=True, help_text=_("Secrets redacted."))
     payload = models.JSONField(
-        default=dict, help_text="{action, target, reason, blast_radius, operator, context_summary}"
+        default=dict, help_text=_("{action, target, reason, blast_radius, operator, context_summary}")
     )
-    target = models.CharField(max_length=300, blank=True, help_text="Copied from the payload, for lookups.")
+    target = models.CharField(
+        max_length=300, blank=True, help_text=_("Copied from the payload, for lookups.")
+    )
     reviewer_session = models.ForeignKey(
         "chat_app.ChatSession", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

@@ -20,6 +20,8 @@ from typing import Any
 
 import frontmatter
 import yaml
+from django.utils.translation import gettext as _
+from django.utils.translation import pgettext
 
 PERMISSION_MODES = ("read-only", "mutating-with-confirm", "dual-sign-required")
 COORDINATOR = "default"
@@ -112,11 +114,17 @@ class _NoAliasLoader(yaml.SafeLoader):
         event = self.peek_event()
         if isinstance(event, yaml.AliasEvent):
             raise yaml.composer.ComposerError(
-                None, None, f"YAML aliases (*{event.anchor}) are not allowed in a persona", event.start_mark
+                None,
+                None,
+                _("YAML aliases (*%(anchor)s) are not allowed in a persona") % {"anchor": event.anchor},
+                event.start_mark,
             )
         if getattr(event, "anchor", None) is not None:
             raise yaml.composer.ComposerError(
-                None, None, f"YAML anchors (&{event.anchor}) are not allowed in a persona", event.start_mark
+                None,
+                None,
+                _("YAML anchors (&%(anchor)s) are not allowed in a persona") % {"anchor": event.anchor},
+                event.start_mark,
             )
         return super().compose_node(parent, index)
 
@@ -124,7 +132,11 @@ class _NoAliasLoader(yaml.SafeLoader):
 def check_size(text: str, path: str | None = None) -> None:
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > MAX_PERSONA_BYTES:
-        raise PersonaError(f"the persona is {size} bytes; the limit is {MAX_PERSONA_BYTES} bytes", path)
+        raise PersonaError(
+            _("the persona is %(size)s bytes; the limit is %(limit)s bytes")
+            % {"size": size, "limit": MAX_PERSONA_BYTES},
+            path,
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -134,20 +146,22 @@ def check_size(text: str, path: str | None = None) -> None:
 def _split_front_matter(text: object, path: str | None) -> tuple[dict, str]:
     """Separate the YAML mapping from the body, with errors that point at the file's own lines."""
     if not isinstance(text, str):
-        raise PersonaError("a persona must be text", path)
+        raise PersonaError(_("a persona must be text"), path)
     check_size(text, path)  # before any parsing
     text = text.removeprefix("\ufeff")
     stripped = text.lstrip()
     if not _YAML.detect(stripped):
         raise PersonaError(
-            "no front matter: the file must start with a line '---', then YAML keys "
-            "(name, description, when_to_use...), then a closing '---' line",
+            _(
+                "no front matter: the file must start with a line '---', then YAML keys "
+                "(name, description, when_to_use...), then a closing '---' line"
+            ),
             path,
         )
     try:
         raw_meta, body = _YAML.split(stripped)
     except ValueError:
-        message = "the front matter is never closed: add a '---' line after the keys"
+        message = _("the front matter is never closed: add a '---' line after the keys")
         raise PersonaError(message, path) from None
     # The YAML block starts on the opening '---' line; blank lines before it shift every line number.
     offset = text[: len(text) - len(stripped)].count("\n")
@@ -156,11 +170,16 @@ def _split_front_matter(text: object, path: str | None) -> tuple[dict, str]:
     except yaml.YAMLError as exc:
         raise PersonaError(_yaml_message(exc, offset), path) from None
     except (ValueError, TypeError, RecursionError, OverflowError) as exc:
-        raise PersonaError(f"the front matter is not valid YAML ({exc})", path) from None
+        raise PersonaError(
+            _("the front matter is not valid YAML (%(error)s)") % {"error": exc}, path
+        ) from None
     if meta is None:
         meta = {}
     if not isinstance(meta, dict):
-        raise PersonaError(f"the front matter must be a mapping of keys to values, not a {_kind(meta)}", path)
+        raise PersonaError(
+            _("the front matter must be a mapping of keys to values, not a %(kind)s") % {"kind": _kind(meta)},
+            path,
+        )
     return meta, body.strip()
 
 
@@ -168,12 +187,21 @@ def _yaml_message(exc: yaml.YAMLError, offset: int) -> str:
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
     problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
     if mark is not None:
-        return f"invalid YAML in the front matter at line {mark.line + 1 + offset}: {problem}"
-    return f"invalid YAML in the front matter: {problem}"
+        return _("invalid YAML in the front matter at line %(line)s: %(problem)s") % {
+            "line": mark.line + 1 + offset,
+            "problem": problem,
+        }
+    return _("invalid YAML in the front matter: %(problem)s") % {"problem": problem}
 
 
 def _kind(value: object) -> str:
-    names = {list: "list", str: "string", int: "number", float: "number", bool: "boolean"}
+    names = {
+        list: pgettext("kind of YAML value", "list"),
+        str: pgettext("kind of YAML value", "string"),
+        int: pgettext("kind of YAML value", "number"),
+        float: pgettext("kind of YAML value", "number"),
+        bool: pgettext("kind of YAML value", "boolean"),
+    }
     return names.get(type(value), type(value).__name__)
 
 
@@ -181,12 +209,14 @@ def _text(meta: dict, key: str, path: str | None, *, required: bool = False) -> 
     value = meta.get(key)
     if value is None:
         if required:
-            raise PersonaError(f"missing required key '{key}'", path)
+            raise PersonaError(_("missing required key '%(key)s'") % {"key": key}, path)
         return ""
     if not isinstance(value, str):
-        raise PersonaError(f"'{key}' must be text, not a {_kind(value)}", path)
+        raise PersonaError(
+            _("'%(key)s' must be text, not a %(kind)s") % {"key": key, "kind": _kind(value)}, path
+        )
     if required and not value.strip():
-        raise PersonaError(f"'{key}' must not be empty", path)
+        raise PersonaError(_("'%(key)s' must not be empty") % {"key": key}, path)
     return value.strip()
 
 
@@ -202,13 +232,24 @@ def _names(meta: dict, key: str, path: str | None, pattern: re.Pattern[str]) -> 
         items = []
         for item in value:
             if not isinstance(item, str):
-                raise PersonaError(f"'{key}' must list names as text; {item!r} is a {_kind(item)}", path)
+                message = _("'%(key)s' must list names as text; %(item)s is a %(kind)s") % {
+                    "key": key,
+                    "item": repr(item),
+                    "kind": _kind(item),
+                }
+                raise PersonaError(message, path)
             items.append(item.strip())
     else:
-        raise PersonaError(f"'{key}' must be a list or a comma-separated string, not a {_kind(value)}", path)
+        message = _("'%(key)s' must be a list or a comma-separated string, not a %(kind)s") % {
+            "key": key,
+            "kind": _kind(value),
+        }
+        raise PersonaError(message, path)
     for item in items:
         if not pattern.match(item):
-            raise PersonaError(f"'{key}' has an invalid entry {item!r}", path)
+            raise PersonaError(
+                _("'%(key)s' has an invalid entry %(item)s") % {"key": key, "item": repr(item)}, path
+            )
     return tuple(dict.fromkeys(items))  # de-duplicated, order kept
 
 
@@ -217,9 +258,12 @@ def _integer(meta: dict, key: str, path: str | None, default: int | None, maximu
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, int):
-        raise PersonaError(f"'{key}' must be a whole number, not a {_kind(value)}", path)
+        message = _("'%(key)s' must be a whole number, not a %(kind)s") % {"key": key, "kind": _kind(value)}
+        raise PersonaError(message, path)
     if not 1 <= value <= maximum:
-        raise PersonaError(f"'{key}' must be between 1 and {maximum}", path)
+        raise PersonaError(
+            _("'%(key)s' must be between 1 and %(maximum)s") % {"key": key, "maximum": maximum}, path
+        )
     return value
 
 
@@ -227,8 +271,11 @@ def check_name(name: str, path: str | None = None) -> str:
     """Persona names are lowercase kebab-case: they appear in `subagent_type` and in URLs."""
     if len(name) > NAME_MAX_LENGTH or not NAME_RE.match(name):
         raise PersonaError(
-            f"invalid name {name!r}: use lowercase letters, digits and single hyphens "
-            f"(like 'specialist-disk'), at most {NAME_MAX_LENGTH} characters",
+            _(
+                "invalid name %(name)s: use lowercase letters, digits and single hyphens "
+                "(like 'specialist-disk'), at most %(limit)s characters"
+            )
+            % {"name": repr(name), "limit": NAME_MAX_LENGTH},
             path,
         )
     return name
@@ -244,13 +291,15 @@ def persona_from_mapping(
         mode = "read-only"
     if mode not in PERMISSION_MODES:
         raise PersonaError(
-            f"'permission_mode' must be one of {', '.join(PERMISSION_MODES)}, not {mode!r}", path
+            _("'permission_mode' must be one of %(modes)s, not %(mode)s")
+            % {"modes": ", ".join(PERMISSION_MODES), "mode": repr(mode)},
+            path,
         )
     default_turns = COORDINATOR_MAX_TURNS if name == COORDINATOR else DEFAULT_MAX_TURNS
     max_turns = _integer(meta, "max_turns", path, default_turns, MAX_TURNS_LIMIT)
     model = meta.get("model")
     if model is not None and not isinstance(model, str):
-        raise PersonaError(f"'model' must be text, not a {_kind(model)}", path)
+        raise PersonaError(_("'model' must be text, not a %(kind)s") % {"kind": _kind(model)}, path)
     return Persona(
         name=name,
         description=_text(meta, "description", path, required=True),
@@ -275,7 +324,8 @@ def parse_persona(text: str, source: str = "builtin", path: str | None = None) -
     meta, body = _split_front_matter(text, path)
     for key in meta:
         if not isinstance(key, str):
-            raise PersonaError(f"front-matter keys must be text; {key!r} is a {_kind(key)}", path)
+            message = _("front-matter keys must be text; %(key)s is a %(kind)s")
+            raise PersonaError(message % {"key": repr(key), "kind": _kind(key)}, path)
     return persona_from_mapping(meta, body, source, path)
 
 
@@ -289,11 +339,12 @@ def parse_skill(text: str, source: str = "builtin", path: str | None = None) -> 
     meta, body = _split_front_matter(text, path)
     for key in meta:
         if not isinstance(key, str):
-            raise PersonaError(f"front-matter keys must be text; {key!r} is a {_kind(key)}", path)
+            message = _("front-matter keys must be text; %(key)s is a %(kind)s")
+            raise PersonaError(message % {"key": repr(key), "kind": _kind(key)}, path)
     name = check_name(_text(meta, "name", path, required=True), path)
     description = _text(meta, "description", path, required=True)
     if not body:
-        raise PersonaError("a skill needs a body: it is the prompt text the skill adds", path)
+        raise PersonaError(_("a skill needs a body: it is the prompt text the skill adds"), path)
     return Skill(name=name, description=description, body=body, source=source, path=path)
 
 

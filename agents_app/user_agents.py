@@ -14,6 +14,7 @@ import logging
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models.signals import post_delete, post_save
+from django.utils.translation import gettext as _
 
 from agents_app import registry, tool_names
 from agents_app.models import RegistryVersion, UserAgent
@@ -65,50 +66,54 @@ def field_errors(agent: UserAgent, user=None) -> dict[str, list[str]]:
 
     size = stored_size(agent)
     if size > MAX_PERSONA_BYTES:
-        add("__all__", f"The agent is {size} bytes; the limit is {MAX_PERSONA_BYTES} bytes.")
+        add(
+            "__all__",
+            _("The agent is %(size)s bytes; the limit is %(limit)s bytes.")
+            % {"size": size, "limit": MAX_PERSONA_BYTES},
+        )
         return errors  # nothing else is worth checking on a value this size
 
     name = agent.name or ""
     if len(name) > NAME_MAX_LENGTH or not NAME_RE.match(name):
-        add("name", "Use lowercase letters, digits and single hyphens, like 'specialist-postgres'.")
+        add("name", _("Use lowercase letters, digits and single hyphens, like 'specialist-postgres'."))
     elif name == REVIEWER:
-        add("name", "'reviewer' is reserved: only the review gate runs the reviewer.")
+        add("name", _("'reviewer' is reserved: only the review gate runs the reviewer."))
     elif name == COORDINATOR and not may_override_coordinator(user):
-        add("name", "'default' is the coordinator; only an org admin may override it.")
+        add("name", _("'default' is the coordinator; only an org admin may override it."))
     elif agent.organization_id and (
         UserAgent.objects.filter(organization_id=agent.organization_id, name=name)
         .exclude(pk=agent.pk)
         .exists()
     ):
-        add("name", f"Your organization already has an agent named {name!r}.")
+        add("name", _("Your organization already has an agent named %(name)s.") % {"name": repr(name)})
     for key, allow_unmatched in (("tools", False), ("disallowed_tools", True)):
         value = getattr(agent, key)
         if value is None:
             continue
         if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-            add(key, "Give a list of tool names.")
+            add(key, _("Give a list of tool names."))
             continue
         unknown = tool_names.unknown_tools(value, allow_unmatched_patterns=allow_unmatched)
         if unknown:
             add(
                 key,
-                f"Unknown tool(s): {', '.join(unknown)}. "
-                f"Known tools: {', '.join(sorted(tool_names.KNOWN_TOOLS))}.",
+                _("Unknown tool(s): %(unknown)s. Known tools: %(known)s.")
+                % {"unknown": ", ".join(unknown), "known": ", ".join(sorted(tool_names.KNOWN_TOOLS))},
             )
     skills = agent.skills or []
     if not isinstance(skills, list) or not all(isinstance(item, str) for item in skills):
-        add("skills", "Give a list of skill names.")
+        add("skills", _("Give a list of skill names."))
     else:
         known = registry.get_skill_registry()
         missing = [skill for skill in skills if known.by_name(skill) is None]
         if missing:
-            add("skills", f"Unknown skill(s): {', '.join(missing)}.")
+            add("skills", _("Unknown skill(s): %(names)s.") % {"names": ", ".join(missing)})
     if not isinstance(agent.extra or {}, dict):
-        add("extra", "Must be a mapping of keys to values.")
+        add("extra", _("Must be a mapping of keys to values."))
     else:
         clashing = sorted(key for key in agent.extra or {} if key in KNOWN_KEYS)
         if clashing:
-            add("extra", f"These keys have their own fields: {', '.join(clashing)}.")
+            add("extra", _("These keys have their own fields: %(keys)s.") % {"keys": ", ".join(clashing)})
     if not errors:
         try:
             agent.to_persona()
@@ -137,13 +142,14 @@ def import_markdown(text: str, organization, user, *, overwrite: bool = False) -
     nothing is written then.
     """
     try:
-        persona = parse_persona(text, source="user", path="uploaded file")
+        persona = parse_persona(text, source="user", path=_("uploaded file"))
     except PersonaError as exc:
         raise ValidationError(str(exc)) from None
     agent = UserAgent.objects.filter(organization=organization, name=persona.name).first()
     if agent is not None and not overwrite:
         raise ValidationError(
-            f"An agent named {persona.name!r} already exists; tick 'replace existing' to overwrite it."
+            _("An agent named %(name)s already exists; tick 'replace existing' to overwrite it.")
+            % {"name": repr(persona.name)}
         )
     if agent is None:
         agent = UserAgent(organization=organization, created_by=user if user and user.pk else None)

@@ -12,6 +12,7 @@ deletes inside `audit_app.immutability.purging()`.
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from audit_app.immutability import AppendOnlyModel, AppendOnlyQuerySet
 from ops_app.tenancy import TenantModel, TenantQuerySet
@@ -40,9 +41,9 @@ class AuditLog(AppendOnlyModel, TenantModel):
     tool_call_id = models.CharField(max_length=200, blank=True)
     tool = models.CharField(max_length=200)
     tool_class = models.CharField(max_length=20, blank=True)  # blank: the LLM named no known tool
-    arguments = models.TextField(blank=True, help_text="As the LLM sent them (secrets redacted).")
-    result = models.TextField(blank=True, help_text="Truncated; see result_size.")
-    result_size = models.PositiveIntegerField(default=0, help_text="Characters before truncation.")
+    arguments = models.TextField(blank=True, help_text=_("As the LLM sent them (secrets redacted)."))
+    result = models.TextField(blank=True, help_text=_("Truncated; see result_size."))
+    result_size = models.PositiveIntegerField(default=0, help_text=_("Characters before truncation."))
     status = models.CharField(max_length=20, choices=ToolStatus.choices)
     error = models.TextField(blank=True)
     started_at = models.DateTimeField()

@@ -17,6 +17,7 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from chat_app.models import (
     TERMINAL_STATUSES,
@@ -49,7 +50,7 @@ def start_chat(
     default language for the answers, e.g. an IM app's)."""
     organization = organization_of(user)
     if organization is None:
-        raise PermissionDenied("You belong to no organization, so you cannot start a chat.")
+        raise PermissionDenied(_("You belong to no organization, so you cannot start a chat."))
     return ChatSession.objects.create(
         organization=organization,
         user=user,
@@ -158,7 +159,7 @@ def begin_turn(session_id: int, user_text: str) -> ChatMessage:
     """
     text = user_text.strip()
     if not text:
-        raise ValueError("The message is empty.")
+        raise ValueError(_("The message is empty."))
     now = timezone.now()
     with transaction.atomic():
         session = ChatSession.objects.select_for_update().get(pk=session_id)

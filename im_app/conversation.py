@@ -17,6 +17,7 @@ from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from django.core.exceptions import PermissionDenied
 from django.urls import reverse
+from django.utils.translation import gettext as _
 
 from agents_app import proposals
 from agents_app.models import MutatingProposal
@@ -61,7 +62,7 @@ def thread_session(app: IMApp, user, thread: str, *, fresh: bool = False) -> Cha
     (`/new`) or when there is none yet. Refuses a user of another organization than the app's."""
     organization = organization_of(user)
     if organization is None or organization.pk != app.organization_id:
-        raise PermissionDenied("This chat app belongs to another organization.")
+        raise PermissionDenied(_("This chat app belongs to another organization."))
     key = thread_key(app, thread)
     if not fresh:
         existing = (

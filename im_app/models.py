@@ -7,6 +7,7 @@ import secrets
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from ops_app.encryption import EncryptedTextField
 from ops_app.tenancy import TenantModel
@@ -40,40 +41,43 @@ class IMApp(TenantModel):
     talk to it, and where it posts summaries."""
 
     platform = models.CharField(max_length=20, choices=Platform.choices)
-    name = models.CharField(max_length=100, help_text="Display name, e.g. “Ops bot (Slack)”.")
+    name = models.CharField(max_length=100, help_text=_("Display name, e.g. “Ops bot (Slack)”."))
     enabled = models.BooleanField(default=True)
     connection_mode = models.CharField(
         max_length=20, choices=ConnectionMode.choices, default=ConnectionMode.WEBHOOK
     )
     api_base_url = models.URLField(
-        blank=True, help_text="The platform's API base URL; blank for the public one. Set it for a gateway."
+        blank=True,
+        help_text=_("The platform's API base URL; blank for the public one. Set it for a gateway."),
     )
-    bot_token = EncryptedTextField(blank=True, help_text="Slack xoxb- token, or Telegram bot token.")
-    signing_secret = EncryptedTextField(blank=True, help_text="Slack: the app's signing secret.")
-    app_id = models.CharField(max_length=200, blank=True, help_text="Feishu: the app id (cli_…).")
-    app_secret = EncryptedTextField(blank=True, help_text="Feishu: the app secret.")
-    verification_token = EncryptedTextField(blank=True, help_text="Feishu: the event verification token.")
-    encrypt_key = EncryptedTextField(blank=True, help_text="Feishu: the event encrypt key.")
+    bot_token = EncryptedTextField(blank=True, help_text=_("Slack xoxb- token, or Telegram bot token."))
+    signing_secret = EncryptedTextField(blank=True, help_text=_("Slack: the app's signing secret."))
+    app_id = models.CharField(max_length=200, blank=True, help_text=_("Feishu: the app id (cli_…)."))
+    app_secret = EncryptedTextField(blank=True, help_text=_("Feishu: the app secret."))
+    verification_token = EncryptedTextField(blank=True, help_text=_("Feishu: the event verification token."))
+    encrypt_key = EncryptedTextField(blank=True, help_text=_("Feishu: the event encrypt key."))
     webhook_secret = EncryptedTextField(
         blank=True,
-        help_text="Telegram: the secret_token given to setWebhook (letters, digits, _ and -).",
+        help_text=_("Telegram: the secret_token given to setWebhook (letters, digits, _ and -)."),
     )
     webhook_path = models.CharField(
         max_length=64,
         default=new_webhook_path,
         unique=True,
-        help_text="Telegram: the unguessable last part of the webhook URL.",
+        help_text=_("Telegram: the unguessable last part of the webhook URL."),
     )
     allow_from = models.TextField(
         blank=True,
-        help_text="Platform user ids or chat ids allowed to talk to the bot, one per line or comma "
-        "separated. Empty: every linked user of the organization.",
+        help_text=_(
+            "Platform user ids or chat ids allowed to talk to the bot, one per line or comma "
+            "separated. Empty: every linked user of the organization."
+        ),
     )
     reply_language = models.CharField(
-        max_length=20, blank=True, help_text="e.g. en, es, fr; blank: as asked."
+        max_length=20, blank=True, help_text=_("e.g. en, es, fr; blank: as asked.")
     )
     summary_channel = models.CharField(
-        max_length=200, blank=True, help_text="Chat / channel id where investigation summaries are posted."
+        max_length=200, blank=True, help_text=_("Chat / channel id where investigation summaries are posted.")
     )
     bot_identity = models.CharField(max_length=200, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -10,6 +10,7 @@ import logging
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
@@ -30,7 +31,7 @@ log = logging.getLogger(__name__)
 async def _app(app_id: int, platform: str, **extra) -> IMApp:
     app = await IMApp.objects.filter(pk=app_id, platform=platform, enabled=True, **extra).afirst()
     if app is None:
-        raise Http404("No such chat app.")
+        raise Http404(_("No such chat app."))
     return app
 
 

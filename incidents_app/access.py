@@ -4,6 +4,7 @@ every organization); auditors read but do not start investigations or change inc
 from __future__ import annotations
 
 from django.http import Http404
+from django.utils.translation import gettext as _
 
 from ops_app import roles
 from ops_app.models import Incident
@@ -16,7 +17,7 @@ def visible_incidents(user):
 def incident_or_404(user, incident_id: int) -> Incident:
     incident = visible_incidents(user).filter(pk=incident_id).first()
     if incident is None:
-        raise Http404("No such incident.")
+        raise Http404(_("No such incident."))
     return incident
 
 

@@ -4,6 +4,7 @@ and a person's "Investigate" (docs/investigations.md, "API")."""
 from __future__ import annotations
 
 from django.db.models import Q
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
@@ -87,7 +88,7 @@ class IncidentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
     def investigate(self, request, pk=None):
         incident = self.get_object()
         if not may_act(request.user):
-            raise PermissionDenied("Auditors cannot start investigations.")
+            raise PermissionDenied(_("Auditors cannot start investigations."))
         try:
             investigation = investigations.request(incident, request.user)
         except investigations.AlreadyInvestigating as exc:

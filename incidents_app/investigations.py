@@ -14,6 +14,7 @@ import logging
 from django.db import transaction
 from django.db.models import Sum
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from chat_app import services as sessions
 from chat_app.models import ChatSession, SessionStatus
@@ -92,7 +93,9 @@ def request(incident: Incident, user) -> Investigation:
     with transaction.atomic():
         Incident.objects.select_for_update().filter(pk=incident.pk).values_list("pk").first()
         if incident.investigations.filter(status__in=[Status.QUEUED, Status.RUNNING]).exists():
-            raise AlreadyInvestigating(f"incident {incident.pk} is already being investigated")
+            raise AlreadyInvestigating(
+                _("incident %(id)s is already being investigated") % {"id": incident.pk}
+            )
         return _enqueue(incident, Trigger.MANUAL, user)
 
 

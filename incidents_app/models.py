@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from ops_app.encryption import EncryptedTextField
 from ops_app.models import Incident, Severity
@@ -16,37 +17,41 @@ class InvestigationPolicy(TenantModel):
     """When an organization's incidents are investigated on their own. Absent → the defaults below."""
 
     enabled = models.BooleanField(
-        default=True, help_text="Off: incidents are investigated only when someone presses Investigate."
+        default=True, help_text=_("Off: incidents are investigated only when someone presses Investigate.")
     )
     min_severity = models.CharField(
         max_length=10,
         choices=Severity.choices,
         default=Severity.HIGH,
-        help_text="Investigate incidents of this severity or worse.",
+        help_text=_("Investigate incidents of this severity or worse."),
     )
     label_matchers = models.JSONField(
         default=dict,
         blank=True,
-        help_text='Alert labels every investigated incident must carry, e.g. {"team": "payments"}; '
-        "empty matches all.",
+        help_text=_(
+            'Alert labels every investigated incident must carry, e.g. {"team": "payments"}; '
+            "empty matches all."
+        ),
     )
     services = models.JSONField(
-        default=list, blank=True, help_text="Only incidents affecting one of these services; [] matches all."
+        default=list,
+        blank=True,
+        help_text=_("Only incidents affecting one of these services; [] matches all."),
     )
     cooldown_minutes = models.PositiveIntegerField(
-        default=60, help_text="A re-firing or flapping group is not re-investigated within this time."
+        default=60, help_text=_("A re-firing or flapping group is not re-investigated within this time.")
     )
     rerun_on_escalation = models.BooleanField(
-        default=False, help_text="Investigate again when an incident's severity rises."
+        default=False, help_text=_("Investigate again when an incident's severity rises.")
     )
-    max_concurrent = models.PositiveIntegerField(default=3, help_text="Investigations running at once.")
+    max_concurrent = models.PositiveIntegerField(default=3, help_text=_("Investigations running at once."))
     daily_max_investigations = models.PositiveIntegerField(default=50)
     daily_max_tokens = models.PositiveIntegerField(default=2_000_000)
     webhook_url = models.URLField(
-        max_length=500, blank=True, help_text="Receives a signed JSON summary when an investigation ends."
+        max_length=500, blank=True, help_text=_("Receives a signed JSON summary when an investigation ends.")
     )
     webhook_secret = EncryptedTextField(
-        blank=True, help_text="HMAC-SHA256 key for the X-Ongrid-Signature header; encrypted at rest."
+        blank=True, help_text=_("HMAC-SHA256 key for the X-Ongrid-Signature header; encrypted at rest.")
     )
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -76,7 +81,9 @@ class Investigation(TenantModel):
         BACKFILL = "backfill", "Backfill at startup"
 
     incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="investigations")
-    fingerprint = models.CharField(max_length=64, blank=True, help_text="The incident's group fingerprint.")
+    fingerprint = models.CharField(
+        max_length=64, blank=True, help_text=_("The incident's group fingerprint.")
+    )
     severity = models.CharField(max_length=10, choices=Severity.choices, default=Severity.WARNING)
     session = models.OneToOneField(
         "chat_app.ChatSession", null=True, blank=True, on_delete=models.SET_NULL, related_name="investigation"
@@ -86,7 +93,7 @@ class Investigation(TenantModel):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     status = models.CharField(max_length=15, choices=Status.choices, default=Status.QUEUED)
-    report = models.JSONField(default=dict, blank=True, help_text="The validated RCA report.")
+    report = models.JSONField(default=dict, blank=True, help_text=_("The validated RCA report."))
     partial_findings = models.TextField(blank=True)
     confidence = models.FloatField(null=True, blank=True)
     error = models.TextField(blank=True)

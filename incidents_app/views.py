@@ -8,6 +8,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from agents_app import turns
@@ -71,7 +72,7 @@ def _detail_context(request: HttpRequest, incident: Incident) -> dict:
 def _acting_incident(request: HttpRequest, incident_id: int) -> Incident:
     incident = incident_or_404(request.user, incident_id)
     if not may_act(request.user):
-        raise PermissionDenied("Auditors cannot change incidents.")
+        raise PermissionDenied(_("Auditors cannot change incidents."))
     return incident
 
 
@@ -108,6 +109,6 @@ def incident_transition(request: HttpRequest, incident_id: int, action: str) -> 
 def incident_ask(request: HttpRequest, incident_id: int) -> HttpResponse:
     """A new chat whose first message carries the incident and its latest report."""
     incident = incident_or_404(request.user, incident_id)
-    chat = chats.start_chat(request.user, title=f"About incident #{incident.pk}")
+    chat = chats.start_chat(request.user, title=_("About incident #%(id)s") % {"id": incident.pk})
     turns.start_turn(chat, incident_context(incident, request.POST.get("question", "")))
     return redirect("chat-page", chat.pk)

@@ -8,6 +8,8 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.cache import add_never_cache_headers
 from django.utils.html import format_html
+from django.utils.translation import gettext, pgettext, pgettext_lazy
+from django.utils.translation import gettext_lazy as _
 
 from ops_app import (
     admin_tenancy,  # noqa: F401 - registers organizations, memberships, users
@@ -48,14 +50,14 @@ class DeviceAdminForm(forms.ModelForm):
     ssh_private_key = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 4, "autocomplete": "off"}),
-        help_text="Leave blank to keep the stored key. Never shown again.",
+        help_text=_("Leave blank to keep the stored key. Never shown again."),
     )
     ssh_password = forms.CharField(
         required=False,
         widget=forms.PasswordInput(render_value=False),
-        help_text="Leave blank to keep the stored password.",
+        help_text=_("Leave blank to keep the stored password."),
     )
-    clear_ssh_secrets = forms.BooleanField(required=False, help_text="Forget the stored key and password.")
+    clear_ssh_secrets = forms.BooleanField(required=False, help_text=_("Forget the stored key and password."))
 
     class Meta:
         model = Device
@@ -211,15 +213,14 @@ class AlertmanagerReceiverAdmin(TenantScopedAdmin):
     readonly_fields = ("webhook", "last_delivery_at", "created_at")
     actions = ["issue_new_token"]
 
-    @admin.display(description="Webhook")
+    @admin.display(description=_("Webhook"))
     def webhook(self, obj: AlertmanagerReceiver) -> str:
         if not obj.pk:
-            return "A token is generated and shown once when you save."
-        return (
-            f"POST {reverse('alertmanager-webhook-bearer')} with the header "
-            '"Authorization: Bearer <token>" (the token was shown once when it was issued; '
-            'use the action "Issue a new token" to replace it).'
-        )
+            return gettext("A token is generated and shown once when you save.")
+        return gettext(
+            'POST %(url)s with the header "Authorization: Bearer <token>" (the token was shown once '
+            'when it was issued; use the action "Issue a new token" to replace it).'
+        ) % {"url": reverse("alertmanager-webhook-bearer")}
 
     def response_add(self, request, obj, post_url_continue=None):
         token = getattr(obj, "token", None)
@@ -227,10 +228,10 @@ class AlertmanagerReceiverAdmin(TenantScopedAdmin):
             return self._token_page(request, obj, token)
         return super().response_add(request, obj, post_url_continue)
 
-    @admin.action(description="Issue a new token (the old one stops working)", permissions=["change"])
+    @admin.action(description=_("Issue a new token (the old one stops working)"), permissions=["change"])
     def issue_new_token(self, request, queryset):
         if queryset.count() != 1:
-            self.message_user(request, "Select exactly one receiver.", messages.ERROR)
+            self.message_user(request, gettext("Select exactly one receiver."), messages.ERROR)
             return None
         receiver = queryset.get()
         token = receiver.issue_token()
@@ -276,7 +277,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
     def get_readonly_fields(self, request, obj=None):
         return [*self.readonly_fields, "user"] if obj is not None else self.readonly_fields
 
-    @admin.display(description="token")
+    @admin.display(description=pgettext_lazy("API token column", "token"))
     def hint_shown(self, obj: ApiToken) -> str:
         return f"{obj.hint}…" if obj.hint else ""
 
@@ -295,7 +296,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
 class KnowledgeDocumentForm(forms.ModelForm):
     """Paste Markdown/text, or upload a Markdown, text or PDF file (its text replaces the content)."""
 
-    upload = forms.FileField(required=False, help_text="Markdown, text or PDF; up to 5 MB.")
+    upload = forms.FileField(required=False, help_text=_("Markdown, text or PDF; up to 5 MB."))
 
     class Meta:
         model = KnowledgeDocument
@@ -353,7 +354,7 @@ class KnowledgeDocumentAdmin(TenantScopedAdmin):
         form.organization = organization_of(request.user)  # for the duplicate-source check
         return form
 
-    @admin.display(description="passages", ordering="passage_total")
+    @admin.display(description=_("passages"), ordering="passage_total")
     def passage_count(self, obj: KnowledgeDocument) -> int:
         return obj.passage_total
 
@@ -426,15 +427,21 @@ class DataSourceAdmin(TenantScopedAdmin):
             obj.organization = organization_of(request.user)
         datasources.save_data_source(obj)
 
-    @admin.action(description="Test connection", permissions=["view"])
+    @admin.action(description=_("Test connection"), permissions=["view"])
     def test_connection(self, request, queryset):
         for source in queryset:
             answer = datasources.check_connection(source)
             level = messages.SUCCESS if answer.ok else messages.ERROR
-            verdict = "answers" if answer.ok else "FAILED"
-            summary = " | ".join(answer.lines)
-            label = f"{source.name} ({source.get_kind_display()})"
-            self.message_user(request, f"{label} {verdict}: {summary}", level)
+            if answer.ok:
+                message = gettext("%(source)s (%(kind)s) answers: %(summary)s")
+            else:
+                message = gettext("%(source)s (%(kind)s) FAILED: %(summary)s")
+            values = {
+                "source": source.name,
+                "kind": source.get_kind_display(),
+                "summary": " | ".join(answer.lines),
+            }
+            self.message_user(request, message % values, level)
 
 
 class LLMEndpointForm(forms.ModelForm):
@@ -485,21 +492,26 @@ class LLMEndpointAdmin(TenantScopedAdmin):
             obj.organization = organization_of(request.user)
         llm_endpoints.save_llm_endpoint(obj)
 
-    @admin.action(description="Test (list the models it serves)", permissions=["view"])
+    @admin.action(description=_("Test (list the models it serves)"), permissions=["view"])
     def test_endpoint(self, request, queryset):
         for endpoint in queryset:
             listing = llm_endpoints.list_models(endpoint)
             if listing.ok:
-                served = ", ".join(listing.models) or "none"
-                has_default = endpoint.default_model in listing.models
-                note = (
-                    ""
-                    if has_default
-                    else f" (the default model {endpoint.default_model!r} is not among them)"
-                )
-                self.message_user(request, f"{endpoint.name} serves: {served}{note}", messages.SUCCESS)
+                served = ", ".join(listing.models) or pgettext("no model served", "none")
+                values = {"name": endpoint.name, "models": served, "default": repr(endpoint.default_model)}
+                if endpoint.default_model in listing.models:
+                    message = gettext("%(name)s serves: %(models)s")
+                else:
+                    message = gettext(
+                        "%(name)s serves: %(models)s (the default model %(default)s is not among them)"
+                    )
+                self.message_user(request, message % values, messages.SUCCESS)
             else:
-                self.message_user(request, f"{endpoint.name} FAILED: {listing.error}", messages.ERROR)
+                message = gettext("%(name)s FAILED: %(error)s") % {
+                    "name": endpoint.name,
+                    "error": listing.error,
+                }
+                self.message_user(request, message, messages.ERROR)
 
 
 class McpToolInline(admin.TabularInline):
@@ -514,7 +526,7 @@ class McpToolInline(admin.TabularInline):
     def has_add_permission(self, request, obj=None) -> bool:
         return False
 
-    @admin.display(description="input schema")
+    @admin.display(description=_("input schema"))
     def schema(self, obj: McpTool) -> str:
         return format_html("<pre>{}</pre>", json.dumps(obj.input_schema, indent=2, ensure_ascii=False))
 
@@ -561,7 +573,7 @@ class McpServerAdmin(TenantScopedAdmin):
         form.platform_staff = sees_all_tenants(request.user)  # stdio is theirs only
         return form
 
-    @admin.display(description="tools")
+    @admin.display(description=_("tools"))
     def tool_count(self, obj: McpServer) -> int:
         return obj.tools.count()
 
@@ -570,15 +582,24 @@ class McpServerAdmin(TenantScopedAdmin):
         if form.instance.enabled:
             self._report(request, form.instance, mcp_servers.discover_tools(form.instance))
 
-    @admin.action(description="Discover tools now", permissions=["change"])
+    @admin.action(description=_("Discover tools now"), permissions=["change"])
     def discover(self, request, queryset):
         for server in queryset:
             self._report(request, server, mcp_servers.discover_tools(server))
 
     def _report(self, request, server: McpServer, found: mcp_servers.Discovery) -> None:
         if not found.ok:
-            self.message_user(request, f"{server.name}: discovery failed: {found.error}", messages.ERROR)
+            message = gettext("%(name)s: discovery failed: %(error)s") % {
+                "name": server.name,
+                "error": found.error,
+            }
+            self.message_user(request, message, messages.ERROR)
             return
-        added = f"; new (write until marked read): {', '.join(found.added)}" if found.added else ""
-        removed = f"; gone: {', '.join(found.removed)}" if found.removed else ""
-        self.message_user(request, f"{server.name}: {found.total} tools{added}{removed}", messages.SUCCESS)
+        parts = [gettext("%(name)s: %(count)s tools") % {"name": server.name, "count": found.total}]
+        if found.added:
+            parts.append(
+                gettext("new (write until marked read): %(names)s") % {"names": ", ".join(found.added)}
+            )
+        if found.removed:
+            parts.append(gettext("gone: %(names)s") % {"names": ", ".join(found.removed)})
+        self.message_user(request, "; ".join(parts), messages.SUCCESS)

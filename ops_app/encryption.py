@@ -27,7 +27,8 @@ from django.apps import apps
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import connections, models, transaction
-from django.utils.text import capfirst
+from django.utils.text import capfirst, format_lazy
+from django.utils.translation import gettext_lazy as _
 
 PREFIX = "fernet:"
 
@@ -177,11 +178,12 @@ class SecretFormField(forms.Field):
     """Cleans to the new value, to "" when "clear" is ticked, or to KEEP when left blank."""
 
     widget = SecretInput
-    default_help = "Write-only: leave blank to keep the stored value, tick the box to clear it."
+    default_help = _("Write-only: leave blank to keep the stored value, tick the box to clear it.")
 
     def __init__(self, *, help_text: str = "", **kwargs):
         kwargs["required"] = False
-        help_text = " ".join(part for part in (help_text, self.default_help) if part)
+        # format_lazy: both parts may be lazy translations, joined in the language of the request.
+        help_text = format_lazy("{} {}", help_text, self.default_help) if help_text else self.default_help
         super().__init__(help_text=help_text, **kwargs)
 
     def clean(self, value):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from ops_app.change_events import Actor
 from ops_app.models import ChangeEvent, Incident
@@ -39,9 +40,16 @@ def _transition(incident_id: int, organization_id: int, actor: Actor, note: str,
         if incident is None:
             raise Incident.DoesNotExist(f"incident {incident_id} not found in this organization")
         if incident.status == target:
-            raise IncidentStateError(f"incident {incident_id} is already {target}")
+            message = {
+                Incident.Status.ACKNOWLEDGED: _("incident %(id)s is already acknowledged"),
+                Incident.Status.RESOLVED: _("incident %(id)s is already resolved"),
+            }.get(target, _("incident %(id)s is already %(status)s"))
+            raise IncidentStateError(message % {"id": incident_id, "status": target})
         if incident.status == Incident.Status.RESOLVED:
-            raise IncidentStateError(f"incident {incident_id} is resolved; it cannot be {target} again")
+            message = _("incident %(id)s is resolved; it cannot be acknowledged again")
+            if target != Incident.Status.ACKNOWLEDGED:
+                message = _("incident %(id)s is resolved; it cannot be %(status)s again")
+            raise IncidentStateError(message % {"id": incident_id, "status": target})
         before = {"status": incident.status}
         now = timezone.now()
         incident.status = target

@@ -7,6 +7,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from ops_app import roles
 from ops_app.encryption import EncryptedTextField, new_token, token_digest
@@ -21,7 +22,9 @@ class Organization(models.Model):
     timezone = models.CharField(
         max_length=64,
         default="UTC",
-        help_text="IANA zone the organization works in (e.g. Europe/Madrid): new schedules run on its clock.",
+        help_text=_(
+            "IANA zone the organization works in (e.g. Europe/Madrid): new schedules run on its clock."
+        ),
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -45,12 +48,14 @@ class Membership(models.Model):
     timezone = models.CharField(
         max_length=64,
         blank=True,
-        help_text="IANA zone the pages show times in (e.g. Europe/Madrid); blank: the browser's own zone.",
+        help_text=_("IANA zone the pages show times in (e.g. Europe/Madrid); blank: the browser's own zone."),
     )
     language = models.CharField(
         max_length=16,
         blank=True,
-        help_text="Language of the pages and the agents' replies (en, es, fr, zh-hans); blank: the browser's",
+        help_text=_(
+            "Language of the pages and the agents' replies (en, es, fr, zh-hans); blank: the browser's"
+        ),
     )
 
     class Meta:
@@ -89,17 +94,17 @@ class Device(TenantModel):
         IGNORE = "ignore", "Do not check (lab use only)"
 
     name = models.CharField(max_length=200)
-    address = models.CharField(max_length=255, blank=True, help_text="Host name or IP address.")
+    address = models.CharField(max_length=255, blank=True, help_text=_("Host name or IP address."))
     kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.SERVER)
     labels = models.JSONField(default=dict, blank=True)
     transport = models.CharField(max_length=10, choices=Transport.choices, default=Transport.SSH)
     ssh_port = models.PositiveIntegerField(default=22)
     ssh_username = models.CharField(max_length=100, blank=True)
     ssh_private_key = EncryptedTextField(
-        blank=True, help_text="PEM/OpenSSH private key; encrypted at rest, never logged."
+        blank=True, help_text=_("PEM/OpenSSH private key; encrypted at rest, never logged.")
     )
-    ssh_password = EncryptedTextField(blank=True, help_text="Used when no key is set; encrypted at rest.")
-    ssh_known_hosts = models.TextField(blank=True, help_text="known_hosts lines for the strict policy.")
+    ssh_password = EncryptedTextField(blank=True, help_text=_("Used when no key is set; encrypted at rest."))
+    ssh_known_hosts = models.TextField(blank=True, help_text=_("known_hosts lines for the strict policy."))
     ssh_host_key_policy = models.CharField(
         max_length=20, choices=KnownHosts.choices, default=KnownHosts.STRICT
     )
@@ -176,9 +181,9 @@ class ApiToken(models.Model):
     TOKEN_PREFIX = "ogt_"
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
-    name = models.CharField(max_length=100, blank=True, help_text="What the token is for.")
+    name = models.CharField(max_length=100, blank=True, help_text=_("What the token is for."))
     key_hash = models.CharField(max_length=64, unique=True, editable=False)
-    hint = models.CharField(max_length=12, editable=False, help_text="The token's first characters.")
+    hint = models.CharField(max_length=12, editable=False, help_text=_("The token's first characters."))
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
 
@@ -236,7 +241,9 @@ class Incident(TenantModel):
         Device, null=True, blank=True, on_delete=models.SET_NULL, related_name="incidents"
     )
     source = models.CharField(max_length=20, choices=Source.choices, default=Source.MANUAL)
-    fingerprint = models.CharField(max_length=64, blank=True, help_text="Hash of the Alertmanager group key.")
+    fingerprint = models.CharField(
+        max_length=64, blank=True, help_text=_("Hash of the Alertmanager group key.")
+    )
     group_key = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -283,7 +290,7 @@ class Alert(TenantModel):
     incident = models.ForeignKey(
         Incident, null=True, blank=True, on_delete=models.SET_NULL, related_name="alerts"
     )
-    name = models.CharField(max_length=200, help_text="The alertname label.")
+    name = models.CharField(max_length=200, help_text=_("The alertname label."))
     fingerprint = models.CharField(max_length=64)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.FIRING)
     severity = models.CharField(max_length=10, choices=Severity.choices, default=Severity.WARNING)
@@ -319,8 +326,8 @@ class AlertRule(TenantModel):
         DEMO = "demo", "Demo estate"
 
     name = models.CharField(max_length=200)
-    expression = models.TextField(help_text="PromQL expression.")
-    for_duration = models.CharField(max_length=20, blank=True, default="", help_text='e.g. "5m".')
+    expression = models.TextField(help_text=_("PromQL expression."))
+    for_duration = models.CharField(max_length=20, blank=True, default="", help_text=_('e.g. "5m".'))
     severity = models.CharField(max_length=10, choices=Severity.choices, default=Severity.WARNING)
     labels = models.JSONField(default=dict, blank=True)
     annotations = models.JSONField(default=dict, blank=True)
@@ -351,7 +358,7 @@ class ChangeEvent(TenantModel):
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    actor_name = models.CharField(max_length=150, blank=True, help_text="Kept when the user is deleted.")
+    actor_name = models.CharField(max_length=150, blank=True, help_text=_("Kept when the user is deleted."))
     action = models.CharField(max_length=10, choices=Action.choices)
     resource_type = models.CharField(max_length=50)
     resource_id = models.CharField(max_length=64)
@@ -409,7 +416,7 @@ class TopologyEdge(TenantModel):
 
     source = models.ForeignKey(TopologyNode, on_delete=models.CASCADE, related_name="outgoing")
     target = models.ForeignKey(TopologyNode, on_delete=models.CASCADE, related_name="incoming")
-    protocol = models.CharField(max_length=30, blank=True, help_text="http, grpc, postgresql, amqp...")
+    protocol = models.CharField(max_length=30, blank=True, help_text=_("http, grpc, postgresql, amqp..."))
     description = models.CharField(max_length=300, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -446,8 +453,10 @@ class KnowledgeDocument(TenantModel):
 
     title = models.CharField(max_length=300)
     source_kind = models.CharField(max_length=10, choices=Source.choices, default=Source.UPLOAD)
-    source = models.CharField(max_length=500, help_text="Path inside the vault, or the uploaded file's name.")
-    content = models.TextField(help_text="Markdown or plain text.")
+    source = models.CharField(
+        max_length=500, help_text=_("Path inside the vault, or the uploaded file's name.")
+    )
+    content = models.TextField(help_text=_("Markdown or plain text."))
     content_hash = models.CharField(max_length=64, editable=False)
     indexed_hash = models.CharField(max_length=64, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -515,20 +524,21 @@ class DataSource(TenantModel):
         HEADERS = "headers", "Custom headers"
 
     name = models.SlugField(
-        max_length=60, help_text="How agents name it (the tools' `datasource` argument), e.g. prod-eu."
+        max_length=60, help_text=_("How agents name it (the tools' `datasource` argument), e.g. prod-eu.")
     )
     kind = models.CharField(max_length=20, choices=Kind.choices)
-    url = models.URLField(max_length=500, help_text="Base URL, e.g. http://prometheus:9090")
+    url = models.URLField(max_length=500, help_text=_("Base URL, e.g. http://prometheus:9090"))
     auth = models.CharField(max_length=10, choices=Auth.choices, default=Auth.NONE)
-    username = models.CharField(max_length=200, blank=True, help_text="Basic authentication only.")
-    secret = EncryptedTextField(blank=True, help_text="The bearer token or the basic-auth password.")
+    username = models.CharField(max_length=200, blank=True, help_text=_("Basic authentication only."))
+    secret = EncryptedTextField(blank=True, help_text=_("The bearer token or the basic-auth password."))
     custom_headers = EncryptedTextField(
-        blank=True, help_text="Custom headers only: one `Name: value` per line (e.g. X-Scope-OrgID: team-a)."
+        blank=True,
+        help_text=_("Custom headers only: one `Name: value` per line (e.g. X-Scope-OrgID: team-a)."),
     )
-    verify_tls = models.BooleanField(default=True, help_text="Check the server's TLS certificate.")
-    ca_bundle = models.TextField(blank=True, help_text="PEM certificates to trust (a private CA).")
-    timeout = models.FloatField(default=10.0, help_text="Seconds per request.")
-    is_default = models.BooleanField(default=False, help_text="The one the tools use when none is named.")
+    verify_tls = models.BooleanField(default=True, help_text=_("Check the server's TLS certificate."))
+    ca_bundle = models.TextField(blank=True, help_text=_("PEM certificates to trust (a private CA)."))
+    timeout = models.FloatField(default=10.0, help_text=_("Seconds per request."))
+    is_default = models.BooleanField(default=False, help_text=_("The one the tools use when none is named."))
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -558,17 +568,19 @@ class LLMEndpoint(TenantModel):
     LiteLLM proxy...). The default one serves every agent of the organization; a persona's `model`
     still overrides the model name. Without one, the deployment's environment is used."""
 
-    name = models.SlugField(max_length=60, help_text="Shown in the audit pages' usage per endpoint.")
+    name = models.SlugField(max_length=60, help_text=_("Shown in the audit pages' usage per endpoint."))
     base_url = models.URLField(
-        max_length=500, blank=True, help_text="e.g. http://ollama:11434/v1; blank for the OpenAI API."
+        max_length=500, blank=True, help_text=_("e.g. http://ollama:11434/v1; blank for the OpenAI API.")
     )
-    api_key = EncryptedTextField(blank=True, help_text="Encrypted at rest, never shown again.")
-    default_model = models.CharField(max_length=200, help_text="Used unless a persona names its own model.")
-    timeout = models.FloatField(default=60.0, help_text="Seconds per request.")
+    api_key = EncryptedTextField(blank=True, help_text=_("Encrypted at rest, never shown again."))
+    default_model = models.CharField(
+        max_length=200, help_text=_("Used unless a persona names its own model.")
+    )
+    timeout = models.FloatField(default=60.0, help_text=_("Seconds per request."))
     max_retries = models.PositiveSmallIntegerField(
-        default=3, help_text="Retries of 429 / 5xx / broken connections."
+        default=3, help_text=_("Retries of 429 / 5xx / broken connections.")
     )
-    is_default = models.BooleanField(default=True, help_text="The endpoint the organization's agents use.")
+    is_default = models.BooleanField(default=True, help_text=_("The endpoint the organization's agents use."))
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -605,17 +617,17 @@ class McpServer(TenantModel):
         STDIO = "stdio", "stdio (a command on the Ongrid host; platform staff only)"
 
     name = models.CharField(
-        max_length=40, validators=[MCP_NAME], help_text="The `<server>` of the tool names."
+        max_length=40, validators=[MCP_NAME], help_text=_("The `<server>` of the tool names.")
     )
     transport = models.CharField(max_length=20, choices=Transport.choices, default=Transport.STREAMABLE_HTTP)
-    url = models.URLField(max_length=500, blank=True, help_text="e.g. http://grafana-mcp:8000/mcp")
+    url = models.URLField(max_length=500, blank=True, help_text=_("e.g. http://grafana-mcp:8000/mcp"))
     command = models.CharField(
-        max_length=500, blank=True, help_text="stdio only: the command line that starts the server."
+        max_length=500, blank=True, help_text=_("stdio only: the command line that starts the server.")
     )
     headers = EncryptedTextField(
-        blank=True, help_text="HTTP headers, one `Name: value` per line (e.g. Authorization: Bearer ...)."
+        blank=True, help_text=_("HTTP headers, one `Name: value` per line (e.g. Authorization: Bearer ...).")
     )
-    timeout = models.FloatField(default=30.0, help_text="Seconds per tool call.")
+    timeout = models.FloatField(default=30.0, help_text=_("Seconds per tool call."))
     enabled = models.BooleanField(default=True)
     discovered_at = models.DateTimeField(null=True, blank=True, editable=False)
     discovery_error = models.TextField(blank=True, editable=False)

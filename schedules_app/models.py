@@ -12,6 +12,7 @@ import zoneinfo
 
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from ops_app.encryption import EncryptedTextField
 from ops_app.models import Organization
@@ -34,35 +35,42 @@ class Schedule(TenantModel):
     persona = models.CharField(
         max_length=64,
         default="specialist-disk",
-        help_text="Inspections: any read-only persona. Reports always use `reporter`.",
+        help_text=_("Inspections: any read-only persona. Reports always use `reporter`."),
     )
-    prompt = models.TextField(blank=True, help_text="What the inspection checks, in plain words.")
+    prompt = models.TextField(blank=True, help_text=_("What the inspection checks, in plain words."))
     period = models.CharField(
-        max_length=10, choices=Period.choices, default=Period.WEEKLY, help_text="Reports: the period covered."
+        max_length=10,
+        choices=Period.choices,
+        default=Period.WEEKLY,
+        help_text=_("Reports: the period covered."),
     )
     cron = models.CharField(
-        max_length=100, blank=True, help_text='A cron expression, e.g. "0 7 * * 1" (Mondays 07:00).'
+        max_length=100, blank=True, help_text=_('A cron expression, e.g. "0 7 * * 1" (Mondays 07:00).')
     )
     interval_minutes = models.PositiveIntegerField(
-        null=True, blank=True, help_text="Or: every N minutes (leave the cron expression empty)."
+        null=True, blank=True, help_text=_("Or: every N minutes (leave the cron expression empty).")
     )
     timezone = models.CharField(
         max_length=64,
         blank=True,
-        help_text='e.g. "Europe/Madrid". Leave blank for the organization\'s time zone (filled in on save).',
+        help_text=_(
+            'e.g. "Europe/Madrid". Leave blank for the organization\'s time zone (filled in on save).'
+        ),
     )
     enabled = models.BooleanField(default=True)
     open_incidents = models.BooleanField(
-        default=True, help_text="Inspections: a `problem` finding opens an incident (once per problem)."
+        default=True, help_text=_("Inspections: a `problem` finding opens an incident (once per problem).")
     )
-    email_to = models.CharField(max_length=1000, blank=True, help_text="Comma-separated addresses.")
+    email_to = models.CharField(max_length=1000, blank=True, help_text=_("Comma-separated addresses."))
     webhook_url = models.URLField(max_length=1000, blank=True)
-    webhook_secret = EncryptedTextField(blank=True, help_text="Signs the webhook body (HMAC-SHA256).")
+    webhook_secret = EncryptedTextField(blank=True, help_text=_("Signs the webhook body (HMAC-SHA256)."))
     deliver_to_im = models.BooleanField(
         "IM channel",
         default=False,
-        help_text="Post a summary with a link to the summary channel of each enabled chat app "
-        "(Slack, Telegram, Feishu) of the organization.",
+        help_text=_(
+            "Post a summary with a link to the summary channel of each enabled chat app "
+            "(Slack, Telegram, Feishu) of the organization."
+        ),
     )
     next_run_at = models.DateTimeField(null=True, blank=True)
     last_run_at = models.DateTimeField(null=True, blank=True)
@@ -142,8 +150,10 @@ class ScheduleRun(TenantModel):
     incident = models.ForeignKey(
         "ops_app.Incident", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    incident_opened = models.BooleanField(default=False, help_text="False: none, or an open one was reused.")
-    deliveries = models.JSONField(default=dict, blank=True, help_text="Outcome per destination.")
+    incident_opened = models.BooleanField(
+        default=False, help_text=_("False: none, or an open one was reused.")
+    )
+    deliveries = models.JSONField(default=dict, blank=True, help_text=_("Outcome per destination."))
     error = models.TextField(blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -171,8 +181,10 @@ class Report(TenantModel):
     period = models.CharField(max_length=10, choices=Schedule.Period.choices)
     period_start = models.DateTimeField()
     period_end = models.DateTimeField()
-    figures = models.JSONField(default=dict, help_text="Exact figures from database queries.")
-    narrative = models.TextField(blank=True, help_text="Written by the reporter persona around the figures.")
+    figures = models.JSONField(default=dict, help_text=_("Exact figures from database queries."))
+    narrative = models.TextField(
+        blank=True, help_text=_("Written by the reporter persona around the figures.")
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

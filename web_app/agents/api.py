@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import extend_schema
 from rest_framework import permissions, serializers, viewsets
 from rest_framework.exceptions import PermissionDenied
@@ -62,7 +63,7 @@ class AgentCatalogView(APIView):
     def get(self, request: Request) -> Response:
         organization = organization_of(request.user)
         if organization is None and not sees_all_tenants(request.user):
-            raise PermissionDenied("You belong to no organization.")
+            raise PermissionDenied(_("You belong to no organization."))
         current = registry.get_registry(organization.pk if organization else None)
         personas = current.all()
         return Response(
@@ -113,7 +114,7 @@ class UserAgentSerializer(serializers.ModelSerializer):
         else:
             organization = organization_of(request.user)
             if organization is None:
-                raise serializers.ValidationError("You belong to no organization.")
+                raise serializers.ValidationError(_("You belong to no organization."))
             candidate.organization = organization
         for field, value in attrs.items():
             setattr(candidate, field, value)
@@ -157,7 +158,7 @@ class ProposalSignView(APIView):
         rows = MutatingProposal.objects.for_user(request.user).select_related("root_session")
         proposal = get_object_or_404(rows, pk=pk)
         if not proposals.may_sign(request.user, proposal):
-            raise PermissionDenied("Only the chat's owner or an org admin may sign this change.")
+            raise PermissionDenied(_("Only the chat's owner or an org admin may sign this change."))
         form = SignSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         closed = None

@@ -13,6 +13,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 
 from audit_app import queries
 from web_app.tree import build_tree, call_detail, tree_totals
@@ -23,7 +24,7 @@ def auditor_required(view):
     @wraps(view)
     def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
         if not queries.can_audit(request.user):
-            raise PermissionDenied("The audit pages are for auditors and organization admins.")
+            raise PermissionDenied(_("The audit pages are for auditors and organization admins."))
         return view(request, *args, **kwargs)
 
     return wrapper
@@ -91,5 +92,5 @@ def call_lookup(request: HttpRequest, session_id: int, call_id: str) -> HttpResp
     rows = queries.audit_calls(request.user).filter(session_id=session_id, tool_call_id=call_id)
     row = rows.order_by("-started_at", "-pk").first()
     if row is None:
-        raise Http404("No audit record for this call yet.")
+        raise Http404(_("No audit record for this call yet."))
     return redirect("audit-call", row.pk)
