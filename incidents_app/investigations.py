@@ -66,10 +66,16 @@ def _automatic_trigger(incident: Incident, policy: InvestigationPolicy) -> str |
     )
     if last is None:
         return Trigger.ALERTMANAGER if incident.source == Incident.Source.ALERTMANAGER else Trigger.MANUAL
-    worse = SEVERITY_RANK.get(incident.severity, 99) < SEVERITY_RANK.get(last.severity, 99)
-    if policy.rerun_on_escalation and last.incident_id == incident.pk and worse:
+    if policy.rerun_on_escalation and last.incident_id == incident.pk and _escalated(incident, last):
         return Trigger.ESCALATION
     return None  # inside the cooldown
+
+
+def _escalated(incident: Incident, last: Investigation) -> bool:
+    """Worse than when `last` was queued: a higher severity, or an alert of the group that started
+    after it (Alertmanager re-sends the whole group, so alerts the last run saw do not count)."""
+    worse = SEVERITY_RANK.get(incident.severity, 99) < SEVERITY_RANK.get(last.severity, 99)
+    return worse or incident.alerts.filter(starts_at__gt=last.created_at).exists()
 
 
 def within_budget(policy: InvestigationPolicy) -> bool:
