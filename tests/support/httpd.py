@@ -1,4 +1,5 @@
-"""Small real HTTP and HTTPS servers on loopback for the host probe tests.
+"""Small real HTTP and HTTPS servers on loopback: for the host probe tests (GET), and a recording
+receiver for outgoing webhooks (POST).
 
 The HTTPS one uses a throwaway self-signed certificate made by the openssl CLI with a known
 validity, so a probe's reported expiry can be checked against it."""
@@ -6,11 +7,13 @@ validity, so a probe's reported expiry can be checked against it."""
 from __future__ import annotations
 
 import http.server
+import socket
 import ssl
 import subprocess
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 
@@ -72,3 +75,45 @@ def serve(tls_dir: Path | None = None, days: int = 30) -> Iterator[str]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+@dataclass
+class Received:
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+
+@contextmanager
+def recording_receiver() -> Iterator[tuple[str, list[Received]]]:
+    """Yield the URL of a loopback server that answers every POST with 204 and the list it
+    records them in (raw body kept, so a test can check a signature over the exact bytes)."""
+    received: list[Received] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            received.append(Received(self.path, dict(self.headers.items()), body))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, format: str, *args) -> None:
+            return
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/hooks/ongrid", received
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def closed_port_url() -> str:
+    """A loopback URL nothing listens on: a receiver that is down."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}/hooks/ongrid"
