@@ -376,3 +376,17 @@ def card_summary(proposal: dict) -> list[str]:
         verdict = "Approved" if proposal["decision"] == "approve" else "Rejected"
         lines.append(f"{verdict}{f' by {who}' if who else ''}: {proposal.get('decision_reason', '')}")
     return lines
+
+
+def approval_buttons(proposal: dict) -> list[tuple[str, str]] | None:
+    """Approve / Reject while the proposal waits for a human; no buttons once it is decided."""
+    if not proposal.get("awaiting_human"):
+        return None
+    return [("Approve", f"im:approve:{proposal['id']}"), ("Reject", f"im:reject:{proposal['id']}")]
+
+
+def with_footer(chunks: list[str], footer: str, limit: int) -> list[str]:
+    """The links footer on the last chunk when it fits the platform's limit, else as its own chunk."""
+    if len(chunks[-1]) + len(footer) + 2 <= limit:
+        return [*chunks[:-1], f"{chunks[-1]}\n\n{footer}"]
+    return [*chunks, footer]

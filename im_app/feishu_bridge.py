@@ -46,19 +46,12 @@ class FeishuThread:
     def final(self, markdown: str, links: list[tuple[str, str]]) -> list[str]:
         footer = " · ".join(f"[{label}]({url})" for label, url in links)
         chunks = split_rendered(markdown, to_card_markdown, MAX_TEXT)
-        if len(chunks[-1]) + len(footer) + 2 <= MAX_TEXT:
-            chunks[-1] = f"{chunks[-1]}\n\n{footer}"
-        else:
-            chunks.append(footer)
-        return chunks
+        return conversation.with_footer(chunks, footer, MAX_TEXT)
 
     def card(self, proposal: dict) -> tuple[str, list | None]:
         title = "**Approval needed**" if proposal.get("awaiting_human") else "**Change decided**"
         body = "\n".join(escape(line) for line in conversation.card_summary(proposal))
-        buttons = None
-        if proposal.get("awaiting_human"):
-            buttons = [("Approve", f"im:approve:{proposal['id']}"), ("Reject", f"im:reject:{proposal['id']}")]
-        return f"{title}\n{body}", buttons
+        return f"{title}\n{body}", conversation.approval_buttons(proposal)
 
 
 def _text_of(message: dict) -> str:

@@ -39,19 +39,12 @@ class TelegramThread:
     def final(self, markdown: str, links: list[tuple[str, str]]) -> list[str]:
         footer = " · ".join(f'<a href="{html.escape(url)}">{html.escape(label)}</a>' for label, url in links)
         chunks = split_rendered(markdown, to_html, MAX_TEXT)
-        if len(chunks[-1]) + len(footer) + 2 <= MAX_TEXT:
-            chunks[-1] = f"{chunks[-1]}\n\n{footer}"
-        else:
-            chunks.append(footer)
-        return chunks
+        return conversation.with_footer(chunks, footer, MAX_TEXT)
 
     def card(self, proposal: dict) -> tuple[str, list | None]:
         title = "<b>Approval needed</b>" if proposal.get("awaiting_human") else "<b>Change decided</b>"
         body = "\n".join(html.escape(line, quote=False) for line in conversation.card_summary(proposal))
-        buttons = None
-        if proposal.get("awaiting_human"):
-            buttons = [("Approve", f"im:approve:{proposal['id']}"), ("Reject", f"im:reject:{proposal['id']}")]
-        return f"{title}\n{body}", buttons
+        return f"{title}\n{body}", conversation.approval_buttons(proposal)
 
 
 def _markup(buttons: list | None) -> dict | None:
