@@ -375,7 +375,24 @@ class KnowledgeDocumentAdmin(TenantScopedAdmin):
 # --- integrations -----------------------------------------------------------------------------
 
 
-class DataSourceForm(forms.ModelForm):
+class NameUniqueInOrganization:
+    """A form mixin: the row's `name` must not clash with another row of its organization (the
+    organization comes from the form, or is stamped by the tenant admin for org admins)."""
+
+    clash_message = "Another row of this organization has this name."
+
+    def clean(self) -> dict:
+        data = super().clean()
+        organization = data.get("organization") or getattr(self, "organization", None)
+        name = data.get("name")
+        model = self._meta.model
+        clash = model.objects.filter(organization=organization, name=name).exclude(pk=self.instance.pk)
+        if organization is not None and name and clash.exists():
+            raise forms.ValidationError({"name": self.clash_message})
+        return data
+
+
+class DataSourceForm(NameUniqueInOrganization, forms.ModelForm):
     """Secrets (the token or password, the custom headers) are write-only `SecretFormField`s."""
 
     url = forms.URLField(
@@ -399,14 +416,7 @@ class DataSourceForm(forms.ModelForm):
             "timeout",
         ]
 
-    def clean(self) -> dict:
-        data = super().clean()
-        organization = data.get("organization") or getattr(self, "organization", None)
-        name = data.get("name")
-        clash = DataSource.objects.filter(organization=organization, name=name).exclude(pk=self.instance.pk)
-        if organization is not None and name and clash.exists():
-            raise forms.ValidationError({"name": "Another data source of this organization has this name."})
-        return data
+    clash_message = "Another data source of this organization has this name."
 
 
 @admin.register(DataSource)
@@ -444,7 +454,7 @@ class DataSourceAdmin(TenantScopedAdmin):
             self.message_user(request, message % values, level)
 
 
-class LLMEndpointForm(forms.ModelForm):
+class LLMEndpointForm(NameUniqueInOrganization, forms.ModelForm):
     base_url = forms.URLField(
         max_length=500,
         required=False,
@@ -465,14 +475,7 @@ class LLMEndpointForm(forms.ModelForm):
             "is_default",
         ]
 
-    def clean(self) -> dict:
-        data = super().clean()
-        organization = data.get("organization") or getattr(self, "organization", None)
-        name = data.get("name")
-        clash = LLMEndpoint.objects.filter(organization=organization, name=name).exclude(pk=self.instance.pk)
-        if organization is not None and name and clash.exists():
-            raise forms.ValidationError({"name": "Another endpoint of this organization has this name."})
-        return data
+    clash_message = "Another endpoint of this organization has this name."
 
 
 @admin.register(LLMEndpoint)
@@ -531,7 +534,7 @@ class McpToolInline(admin.TabularInline):
         return format_html("<pre>{}</pre>", json.dumps(obj.input_schema, indent=2, ensure_ascii=False))
 
 
-class McpServerForm(forms.ModelForm):
+class McpServerForm(NameUniqueInOrganization, forms.ModelForm):
     url = forms.URLField(max_length=500, required=False, assume_scheme="http")
     platform_staff = False  # set per request by the admin
 
@@ -539,13 +542,10 @@ class McpServerForm(forms.ModelForm):
         model = McpServer
         fields = ["organization", "name", "transport", "url", "command", "headers", "timeout", "enabled"]
 
+    clash_message = "Another MCP server of this organization has this name."
+
     def clean(self) -> dict:
         data = super().clean()
-        organization = data.get("organization") or getattr(self, "organization", None)
-        name = data.get("name")
-        clash = McpServer.objects.filter(organization=organization, name=name).exclude(pk=self.instance.pk)
-        if organization is not None and name and clash.exists():
-            raise forms.ValidationError({"name": "Another MCP server of this organization has this name."})
         # A stdio server runs its command on the Ongrid host: only platform staff may choose that
         # transport or its command, even where ONGRID_MCP_ALLOW_STDIO is on. An org admin may still
         # enable, disable or classify the tools of a stdio server staff set up.
