@@ -15,3 +15,14 @@ ongrid_venv() {
     echo "$want" > "$stamp"
   fi
 }
+
+# Compile the translation catalogs (locale/*.po → .mo, not committed; docs/i18n.md). They need GNU
+# gettext's msgfmt; without it the interface is served in English and a note says how to fix it.
+ongrid_compile_messages() {
+  if command -v msgfmt >/dev/null 2>&1; then
+    ONGRID_DATA_DIR="${ONGRID_DATA_DIR:-$(mktemp -d)}" \
+      .venv/bin/python manage.py compilemessages -v 0 --ignore ".venv" --ignore "var"
+  else
+    echo "GNU gettext (msgfmt) is not installed: pages stay in English (apt-get install gettext)." >&2
+  fi
+}
