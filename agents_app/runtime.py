@@ -40,6 +40,7 @@ HISTORY_LIMIT = 50
 # process running the turn listens to); the row flag is also polled, as a fallback, this often.
 STOP_POLL_SECONDS = 1.0
 HEARTBEAT_EVERY = 30  # polls
+LISTENER_GRACE_SECONDS = 0.2
 STOP_MESSAGE = "turn.stop"
 NOT_DISPATCHABLE = (COORDINATOR, REVIEWER, REPORTER)
 
@@ -419,7 +420,7 @@ class Runtime:
                 if polls % HEARTBEAT_EVERY == 0:
                     await services.aheartbeat(ids)
         finally:
-            await _end_task(listener)
+            await _end_task(listener, grace=LISTENER_GRACE_SECONDS)
 
     async def _listen_for_stops(self, root_id: int) -> None:
         layer = get_channel_layer()
@@ -491,9 +492,22 @@ async def _stop_flagged(ids: list[int]) -> list[tuple[int, str]]:
     ]
 
 
-async def _end_task(task: asyncio.Task) -> None:
+_detached: set[asyncio.Task] = set()
+
+
+async def _end_task(task: asyncio.Task, grace: float | None = None) -> None:
+    """Cancel a helper task and wait for it; with `grace`, wait at most that long and let it finish
+    on its own. The stop listener needs the bound: a cancelled `layer.receive` on Redis can sit in
+    its blocking pop (up to channels_redis's 5 s) before it notices, and the end of a stopped turn
+    must not wait for that."""
     task.cancel()
-    await asyncio.gather(task, return_exceptions=True)
+    if grace is None:
+        await asyncio.gather(task, return_exceptions=True)
+        return
+    done, _ = await asyncio.wait([task], timeout=grace)
+    if not done:
+        _detached.add(task)  # a strong reference until it ends, so it is not collected mid-way
+        task.add_done_callback(_detached.discard)
 
 
 def stop_reason(by: str) -> str:
