@@ -211,3 +211,32 @@ class MutatingProposal(TenantModel):
             and self.decision == self.Decision.PENDING
             and self.reviewer_decision == self.Decision.APPROVE
         )
+
+
+class RequestedCall(TenantModel):
+    """A write a person sent through the review gate with one click (a report's next action, an
+    incident's Acknowledge / Resolve): the next turn of `session` runs exactly this call, as the
+    `persona` worker that owns the tool, instead of asking the coordinator's model
+    (docs/review-gate.md, "One-click changes")."""
+
+    CALL_ID_PREFIX = "requested_"  # the tool call id of the call it becomes: requested_<pk>
+
+    session = models.ForeignKey(
+        "chat_app.ChatSession", on_delete=models.CASCADE, related_name="requested_calls"
+    )
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    persona = models.CharField(max_length=100)
+    tool = models.CharField(max_length=200)
+    arguments = models.JSONField(default=dict, blank=True)
+    description = models.CharField(max_length=500)
+    created_at = models.DateTimeField(auto_now_add=True)
+    taken_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "requested_calls"
+        indexes = [models.Index(fields=["session", "taken_at"], name="requested_call_session_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.tool} requested in session {self.session_id}"

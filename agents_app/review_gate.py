@@ -33,7 +33,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from agents_app import proposals
-from agents_app.models import MutatingProposal
+from agents_app.models import MutatingProposal, RequestedCall
 from agents_app.personas import COORDINATOR, REVIEWER
 from agents_app.publishing import Publisher
 from agents_app.registry import aget_registry
@@ -178,9 +178,16 @@ def _payload(session: ChatSession, ctx: ToolContext, change: dict, arguments: di
         "target": change["target"],
         "reason": str(arguments.get("reason", "")).strip() or "(no reason given)",
         "blast_radius": change["blast_radius"],
-        "operator": f"agent {ctx.persona_name} for {user}",
+        "operator": _operator(ctx, user),
         "context_summary": _context_summary(session),
     }
+
+
+def _operator(ctx: ToolContext, user: str) -> str:
+    """Who wants the change: the agent, or a person who sent this exact call with one click."""
+    if ctx.tool_call_id.startswith(RequestedCall.CALL_ID_PREFIX):
+        return f"{user} (one click; run as agent {ctx.persona_name})"
+    return f"agent {ctx.persona_name} for {user}"
 
 
 def _context_summary(session: ChatSession) -> str:

@@ -11,16 +11,19 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import logging
 from dataclasses import dataclass
 
 from channels.layers import get_channel_layer
+from django.utils import timezone
 
 from agents_app import control_tools
 from agents_app.cancel import CancelToken
 from agents_app.catalog import agent_catalog
 from agents_app.kernel import AgentResult, run_agent
 from agents_app.llm import aget_provider
+from agents_app.models import RequestedCall
 from agents_app.org_tools import organization_tools
 from agents_app.personas import COORDINATOR, REPORTER, REVIEWER, Persona
 from agents_app.publishing import KernelSink, Listener, Publisher
@@ -29,6 +32,7 @@ from agents_app.registry import aget_registry, get_skill_registry
 from agents_app.reply_language import areply_language, brief_line, reminder_line
 from agents_app.toolbag import build_toolbag
 from agents_app.tools.base import Tool, ToolContext, ToolError
+from agents_app.tools.invoke import invoke_tool
 from audit_app.recorder import record_llm_call
 from chat_app import services
 from chat_app.models import ChatMessage, ChatSession, MessageKind, MessageRole, SessionKind, SessionStatus
@@ -89,7 +93,11 @@ class Runtime:
         result: AgentResult | None = None
         error = ""
         try:
-            result = await self._run_coordinator(session, publisher, token, extra_tools)
+            requested = await _take_requested(session.pk)
+            if requested is not None:
+                result = await self._run_requested(session, publisher, requested)
+            else:
+                result = await self._run_coordinator(session, publisher, token, extra_tools)
             error = result.error or ""
         except asyncio.CancelledError:
             error = token.reason or "The turn was cancelled."
@@ -148,6 +156,46 @@ class Runtime:
         )
         await self._persist(session.pk, result.new_messages)
         return result
+
+    async def _run_requested(
+        self, session: ChatSession, publisher: Publisher, call: RequestedCall
+    ) -> AgentResult:
+        """A one-click change (`agents_app/direct_calls.py`): the owning persona's worker makes
+        exactly this call, through the same chain (gate, audit) as a call its model chose."""
+        persona = (await aget_registry(session.organization_id)).by_name(call.persona)
+        tool = (await organization_tools(session.organization_id)).get(call.tool)
+        if persona is None or tool is None:
+            missing = call.persona if persona is None else call.tool
+            return AgentResult("failed", "", {}, error=f"{missing} is no longer available; nothing was run.")
+        call_id = f"{RequestedCall.CALL_ID_PREFIX}{call.pk}"
+
+        async def make_the_call(worker, persona, prompt, publisher, token, tools, provider) -> WorkerOutcome:
+            ctx = ToolContext(
+                organization_id=worker.organization_id,
+                session_id=worker.pk,
+                user_id=worker.user_id,
+                persona_name=persona.name,
+                tool_call_id=call_id,
+            )
+            arguments = json.dumps(call.arguments, ensure_ascii=False)
+            outcome = await invoke_tool(tool, ctx, arguments, cancel=token)
+            await self._persist(worker.pk, _one_call_messages(call_id, tool.name, arguments, outcome.content))
+            if outcome.status == "ok":
+                return WorkerOutcome(worker.pk, SessionStatus.COMPLETED, outcome.content, "")
+            status = SessionStatus.KILLED if outcome.status == "killed" else SessionStatus.FAILED
+            return WorkerOutcome(worker.pk, status, "", outcome.error or outcome.content)
+
+        outcome = await self._run_worker(
+            session, persona, call.description, call.description, publisher, call_id, [tool], make_the_call
+        )
+        if outcome.status == SessionStatus.KILLED:
+            return AgentResult("killed", "", {}, error=outcome.error, cut_off=f"running {call.tool}")
+        if outcome.status == SessionStatus.COMPLETED:
+            text = f"Done: `{call.tool}` ran.\n\n{outcome.text}"
+        else:
+            text = f"Not done: `{call.tool}` did not run. {outcome.error}"
+        await self._persist(session.pk, [{"role": "assistant", "content": text}])
+        return AgentResult("completed", text, {})
 
     async def _finish_turn(self, session, publisher, result: AgentResult | None, error: str) -> None:
         status = result.status if result is not None else SessionStatus.FAILED
@@ -237,8 +285,10 @@ class Runtime:
         publisher,
         tool_call_id: str = "",
         tools: list[Tool] | None = None,
+        drive=None,
     ) -> WorkerOutcome:
         publisher = publisher or Publisher(parent.root_session_id or parent.pk)
+        drive = drive or self._drive_worker
         worker = await services.aopen_worker_session(parent, persona.name, description, prompt, tool_call_id)
         await publisher.publish(
             {
@@ -262,7 +312,7 @@ class Runtime:
             provider = await aget_provider(persona.model, worker.organization_id)
             await services.amark_running(worker.pk)
             await publisher.publish({"event": "worker.status", "session": worker.pk, "status": "running"})
-            outcome = await self._drive_worker(worker, persona, prompt, publisher, token, tools, provider)
+            outcome = await drive(worker, persona, prompt, publisher, token, tools, provider)
         except asyncio.CancelledError:  # the coordinator's own stop cancelled the dispatch
             reason = token.reason or self._stop_reason_of(publisher.root_session_id) or "Cancelled."
             outcome = WorkerOutcome(worker.pk, SessionStatus.KILLED, "", reason)
@@ -489,6 +539,31 @@ async def _stop_flagged(ids: list[int]) -> list[tuple[int, str]]:
         async for pk, reason in ChatSession.objects.filter(
             pk__in=ids, stop_requested_at__isnull=False
         ).values_list("pk", "stop_reason")
+    ]
+
+
+async def _take_requested(session_id: int) -> RequestedCall | None:
+    """The one-click call waiting for this turn, claimed so a redelivered turn never runs it twice."""
+    pending = await RequestedCall.objects.filter(session_id=session_id, taken_at__isnull=True).afirst()
+    if pending is None:
+        return None
+    claimed = await RequestedCall.objects.filter(pk=pending.pk, taken_at__isnull=True).aupdate(
+        taken_at=timezone.now()
+    )
+    return pending if claimed else None
+
+
+def _one_call_messages(call_id: str, tool: str, arguments: str, result: str) -> list[dict]:
+    """The worker's history for a call it was handed: the call, then its result."""
+    return [
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {"id": call_id, "type": "function", "function": {"name": tool, "arguments": arguments}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": call_id, "content": result},
     ]
 
 

@@ -7,8 +7,8 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from audit_app.queries import can_audit
-from incidents_app.access import visible_incidents
-from incidents_app.fragments import report_fragment
+from incidents_app.access import may_act, visible_incidents
+from incidents_app.fragments import live_fragments
 from incidents_app.runner import incident_group
 
 
@@ -31,6 +31,7 @@ class IncidentConsumer(AsyncWebsocketConsumer):
             return
         self.incident_id = incident_id
         self.audit = await database_sync_to_async(can_audit)(user)
+        self.can_act = await database_sync_to_async(may_act)(user)
         self.group = incident_group(incident_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
@@ -47,4 +48,5 @@ class IncidentConsumer(AsyncWebsocketConsumer):
         await self._redraw()
 
     async def _redraw(self) -> None:
-        await self.send(text_data=await database_sync_to_async(report_fragment)(self.incident_id, self.audit))
+        fragment = await database_sync_to_async(live_fragments)(self.incident_id, self.audit, self.can_act)
+        await self.send(text_data=fragment)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.template.loader import render_to_string
 
 from audit_app.models import AuditLog
-from ops_app.models import Incident
+from ops_app.models import ChangeEvent, Incident
 from web_app.charts import chart_for_tool
 
 
@@ -46,7 +46,28 @@ def evidence_with_charts(report: dict) -> list[dict]:
     ]
 
 
-def report_fragment(incident_id: int, audit: bool) -> str:
-    """The investigation block as an out-of-band swap (it replaces `#investigation` in place)."""
+def timeline_context(incident: Incident, steps: list) -> dict:
+    """The incident's story in time order: its alerts, its change events (acknowledged, resolved,
+    by whom) and the latest investigation's tool calls; and its past investigations."""
+    changes = ChangeEvent.objects.filter(
+        organization_id=incident.organization_id, resource_type="incident", resource_id=str(incident.pk)
+    ).order_by("occurred_at")
+    timeline = sorted(
+        [(a.starts_at, f"alert {a.name} {a.status}") for a in incident.alerts.all()]
+        + [(c.occurred_at, c.summary) for c in changes]
+        + [(s.started_at, f"investigation step: {s.tool} ({s.status})") for s in steps],
+        key=lambda pair: pair[0],
+    )
+    return {"timeline": timeline, "history": incident.investigations.order_by("-created_at", "-pk")[:10]}
+
+
+def live_fragments(incident_id: int, audit: bool, can_act: bool = False) -> str:
+    """What the page's socket redraws on each progress event, as out-of-band swaps: the
+    investigation block (`#investigation`), the timeline and the past investigations.
+    `can_act`: the viewer may send the report's proposed changes (members, not auditors)."""
     incident = Incident.objects.get(pk=incident_id)
-    return render_to_string("incidents/_report.html", {**report_context(incident, audit), "oob": True})
+    context = {**report_context(incident, audit), "oob": True, "can_act": can_act}
+    context.update(timeline_context(incident, context["steps"]))
+    return render_to_string("incidents/_report.html", context) + render_to_string(
+        "incidents/_timeline.html", context
+    )

@@ -24,5 +24,10 @@ urlpatterns = [
         {"action": "resolve"},
         name="incident-resolve",
     ),
+    path(
+        "incidents/<int:incident_id>/actions/<int:index>/send/",
+        views.incident_send_action,
+        name="incident-send-action",
+    ),
     path("incidents/<int:incident_id>/ask/", views.incident_ask, name="incident-ask"),
 ]

@@ -6,22 +6,23 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
-from agents_app import turns
+from agents_app import direct_calls, turns
 from audit_app.queries import can_audit
 from chat_app import services as chats
 from incidents_app import investigations, runner
 from incidents_app.access import incident_or_404, may_act, visible_incidents
 from incidents_app.api import filter_incidents
 from incidents_app.context import incident_context
-from incidents_app.fragments import report_context
+from incidents_app.fragments import report_context, timeline_context
 from ops_app import incidents as incident_states
-from ops_app.change_events import Actor
-from ops_app.models import ChangeEvent, Incident, Severity
+from ops_app.models import Incident, Severity
 
 LIST_SIZE = 100
 
@@ -51,21 +52,11 @@ def incident_page(request: HttpRequest, incident_id: int) -> HttpResponse:
 
 def _detail_context(request: HttpRequest, incident: Incident) -> dict:
     context = report_context(incident, can_audit(request.user))
-    changes = ChangeEvent.objects.filter(
-        organization_id=incident.organization_id, resource_type="incident", resource_id=str(incident.pk)
-    ).order_by("occurred_at")
-    timeline = sorted(
-        [(a.starts_at, f"alert {a.name} {a.status}") for a in incident.alerts.all()]
-        + [(c.occurred_at, c.summary) for c in changes]
-        + [(s.started_at, f"investigation step: {s.tool} ({s.status})") for s in context["steps"]],
-        key=lambda pair: pair[0],
-    )
     return {
         **context,
+        **timeline_context(incident, context["steps"]),
         "alerts": incident.alerts.order_by("starts_at"),
-        "timeline": timeline,
         "can_act": may_act(request.user),
-        "history": incident.investigations.order_by("-created_at", "-pk")[:10],
     }
 
 
@@ -92,16 +83,54 @@ def incident_investigate(request: HttpRequest, incident_id: int) -> HttpResponse
 @login_required
 @require_POST
 def incident_transition(request: HttpRequest, incident_id: int, action: str) -> HttpResponse:
-    """Acknowledge / Resolve pressed by a person: a human action recorded with its actor (the
-    review gate is for agents' writes; a person's own click is the decision)."""
+    """Acknowledge / Resolve: the agents' own write tool, sent through the review gate with one
+    click; the person follows the review and the outcome in the chat it opens."""
     incident = _acting_incident(request, incident_id)
-    actor = Actor(request.user.pk, request.user.get_username())
-    change = incident_states.acknowledge if action == "acknowledge" else incident_states.resolve
+    note = request.POST.get("note", "").strip()[:400]
+    verb = _("Acknowledge") if action == "acknowledge" else _("Resolve")
+    pressed = _("%(verb)s pressed on the incident page by %(user)s") % {
+        "verb": verb,
+        "user": request.user.get_username(),
+    }
+    reason = f"{note} ({pressed})" if note else pressed
+    tool = "acknowledge_incident" if action == "acknowledge" else "resolve_incident"
+    target = Incident.Status.ACKNOWLEDGED if action == "acknowledge" else Incident.Status.RESOLVED
+    problem = incident_states.refusal(incident, target)
+    if problem:  # nothing for the reviewer to judge
+        messages.error(request, problem)
+        return redirect("incident-page", incident.pk)
+    return _send(request, incident, tool, {"incident_id": incident.pk, "reason": reason}, reason)
+
+
+@login_required
+@require_POST
+def incident_send_action(request: HttpRequest, incident_id: int, index: int) -> HttpResponse:
+    """A report's proposed write, sent as the investigator wrote it through the review gate."""
+    incident = _acting_incident(request, incident_id)
+    latest = incident.investigations.order_by("-created_at", "-pk").first()  # the one the page shows
+    actions = ((latest.report or {}).get("next_actions") or []) if latest is not None else []
+    if index >= len(actions) or not isinstance(actions[index].get("proposed_write"), dict):
+        raise Http404(_("This report has no such proposed change."))
+    action = actions[index]
+    proposed = action["proposed_write"]
+    tool = str(proposed.get("tool", ""))
+    return _send(request, incident, tool, proposed.get("arguments"), action["action"])
+
+
+def _send(request: HttpRequest, incident: Incident, tool: str, arguments, what: str) -> HttpResponse:
+    description = _("%(what)s (from incident #%(id)s)") % {"what": what, "id": incident.pk}
+    title = _("Change for incident #%(id)s") % {"id": incident.pk}
     try:
-        change(incident.pk, incident.organization_id, actor, note=request.POST.get("note", "")[:500])
-    except incident_states.IncidentStateError as exc:
+        chat = direct_calls.request_call(request.user, tool, arguments, description, title)
+    except direct_calls.CallRefused as exc:
         messages.error(request, str(exc))
-    return redirect("incident-page", incident.pk)
+        return _go(request, reverse("incident-page", args=[incident.pk]))
+    return _go(request, reverse("chat-page", args=[chat.pk]))
+
+
+def _go(request: HttpRequest, url: str) -> HttpResponse:
+    """A plain redirect, or htmx's client redirect for the buttons of the live report block."""
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
 @login_required

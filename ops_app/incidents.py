@@ -29,6 +29,23 @@ def resolve(incident_id: int, organization_id: int, actor: Actor, note: str = ""
     return _transition(incident_id, organization_id, actor, note, Incident.Status.RESOLVED)
 
 
+def refusal(incident: Incident, target: str) -> str:
+    """Why `incident` cannot move to `target` now ("" when it can), in the active language: the
+    incident page checks it before sending the change to the review gate."""
+    if incident.status == target:
+        message = {
+            Incident.Status.ACKNOWLEDGED: _("incident %(id)s is already acknowledged"),
+            Incident.Status.RESOLVED: _("incident %(id)s is already resolved"),
+        }.get(target, _("incident %(id)s is already %(status)s"))
+        return message % {"id": incident.pk, "status": target}
+    if incident.status == Incident.Status.RESOLVED:
+        message = _("incident %(id)s is resolved; it cannot be acknowledged again")
+        if target != Incident.Status.ACKNOWLEDGED:
+            message = _("incident %(id)s is resolved; it cannot be %(status)s again")
+        return message % {"id": incident.pk, "status": target}
+    return ""
+
+
 def _transition(incident_id: int, organization_id: int, actor: Actor, note: str, target: str) -> Incident:
     with transaction.atomic():
         incident = (
@@ -39,17 +56,9 @@ def _transition(incident_id: int, organization_id: int, actor: Actor, note: str,
         )
         if incident is None:
             raise Incident.DoesNotExist(f"incident {incident_id} not found in this organization")
-        if incident.status == target:
-            message = {
-                Incident.Status.ACKNOWLEDGED: _("incident %(id)s is already acknowledged"),
-                Incident.Status.RESOLVED: _("incident %(id)s is already resolved"),
-            }.get(target, _("incident %(id)s is already %(status)s"))
-            raise IncidentStateError(message % {"id": incident_id, "status": target})
-        if incident.status == Incident.Status.RESOLVED:
-            message = _("incident %(id)s is resolved; it cannot be acknowledged again")
-            if target != Incident.Status.ACKNOWLEDGED:
-                message = _("incident %(id)s is resolved; it cannot be %(status)s again")
-            raise IncidentStateError(message % {"id": incident_id, "status": target})
+        problem = refusal(incident, target)
+        if problem:
+            raise IncidentStateError(problem)
         before = {"status": incident.status}
         now = timezone.now()
         incident.status = target

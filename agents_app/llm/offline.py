@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agents_app.llm.base import LLMCompletion, LLMDelta, LLMEvent, ToolCall
+from agents_app.llm.offline_review import offline_verdict, review_brief_call
 
 LABEL = "(Answer from Ongrid's offline model — a deterministic stand-in, not a real LLM.)"
 # The model's fixed phrases per language; `{…}` fields are filled in. English is the fallback.
@@ -798,6 +799,9 @@ def respond(messages: list[dict], tools: list[dict]) -> LLMCompletion:
     request = users[-1] if users else ""
     if "submit_report" in names:
         return investigate_offline(conversation)
+    held = review_brief_call(request)
+    if held is not None:
+        return _final(offline_verdict(held))
     language = detect_language(users_words(request))
     turn = _current_turn(conversation)
     results = _turn_results(turn)

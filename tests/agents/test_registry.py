@@ -249,6 +249,7 @@ EXPECTED_TOOLS = {
         "query_knowledge",
         "query_devices",
         "acknowledge_incident",
+        "resolve_incident",
     },
     "specialist-sre": {
         "query_promql",

@@ -92,6 +92,9 @@ async def test_a_running_investigation_is_redrawn_live_until_its_report(
 
     step = await receive_until(socket, "get_incident_detail")
     assert 'hx-swap-oob="true"' in step
+    # The timeline and the investigations list are redrawn with it, not only the report block.
+    assert '<ol id="timeline" class="timeline" hx-swap-oob="true">' in step
+    assert "investigation step: get_incident_detail" in step and 'id="investigation-history"' in step
     done = await receive_until(socket, 'data-state="done"')
     assert "Checkout fails because its database host is down." in done
     assert "confidence 0.80 (high)" in done

@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import signal
+import time
 
 import pytest
 from django.conf import settings
 from django.urls import reverse
 from django.utils import timezone
 
+from chat_app import services
 from chat_app.models import ChatSession
+from fakes.openai_server import held
 from incidents_app.models import Investigation
 from ops_app.models import AlertmanagerReceiver, Device, Incident
 from tests.support.celery_worker import celery_worker_process
@@ -64,3 +68,33 @@ def test_an_alertmanager_delivery_is_investigated_on_a_celery_worker(client, org
     session = ChatSession.objects.get(pk=investigation.session_id)
     assert (session.kind, session.status) == ("investigation", "completed")
     assert len(agents_llm.seen[INVESTIGATOR]) == 3  # the worker's model calls reached the fake LLM
+
+
+def test_a_worker_killed_mid_investigation_leaves_it_failed_by_the_reaper_and_re_investigable(
+    client, org, member, fake_llm, agents_llm, worker
+):
+    agents_llm.add(INVESTIGATOR, held(120))
+    incident = Incident.objects.create(  # critical and firing: investigated automatically
+        organization=org, title="Checkout 5xx", severity="critical", started_at=timezone.now()
+    )
+    client.force_login(member)
+    wait_until(lambda: len(fake_llm.chat_requests) >= 1, "the investigator never reached the model")
+    investigation = Investigation.objects.get(incident=incident)
+    assert investigation.status == "running"
+
+    worker.send_signal(signal.SIGKILL)  # the process dies with the model call in flight
+    worker.wait(timeout=20)
+    assert services.reap_orphans() >= 1
+
+    investigation.refresh_from_db()
+    assert investigation.status == "failed" and "reaper" in investigation.error
+    assert ChatSession.objects.get(pk=investigation.session_id).status == "failed"
+    again = client.post(f"/api/incidents/{incident.pk}/investigate/")
+    assert again.status_code == 202 and again.json()["id"] != investigation.pk
+
+
+def wait_until(condition, why: str, seconds: float = 60.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, why
+        time.sleep(0.05)
