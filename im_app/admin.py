@@ -25,6 +25,7 @@ class IMAppAdmin(TenantScopedAdmin):
                 "fields": (
                     "bot_token",
                     "signing_secret",
+                    "app_token",
                     "app_id",
                     "app_secret",
                     "verification_token",

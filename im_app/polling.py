@@ -1,13 +1,14 @@
-"""Outbound-only mode for installations without a public URL: Telegram long polling, one loop per
-app, all in one process (`manage.py ongrid_im`). A failure backs off (1 s doubling to 60 s) and
-the loop carries on; updates are de-duplicated by the same store as the webhook's."""
+"""Outbound-only mode for installations without a public URL: Telegram long polling and Slack
+Socket Mode (`socket_mode`), one loop per app, all in one process (`manage.py ongrid_im`). A
+failure backs off (1 s doubling to 60 s) and the loop carries on; deliveries are de-duplicated by
+the same store as the webhooks'."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 
-from im_app import background, deliveries, telegram_bridge
+from im_app import background, deliveries, socket_mode, telegram_bridge
 from im_app.models import ConnectionMode, IMApp, Platform
 from im_app.platforms.telegram import TelegramClient
 
@@ -47,15 +48,23 @@ async def poll_app(app: IMApp, stop: asyncio.Event) -> None:
 
 
 async def run_all(stop: asyncio.Event) -> None:
-    """One polling loop per enabled Telegram app in polling mode."""
+    """One loop per enabled app in outbound-only mode: Telegram long polling, Slack Socket Mode.
+    Apps are read once at start: restart the process after adding one."""
     apps = [
         app
         async for app in IMApp.objects.filter(
-            enabled=True, platform=Platform.TELEGRAM, connection_mode=ConnectionMode.POLLING
-        )
+            enabled=True,
+            platform__in=[Platform.TELEGRAM, Platform.SLACK],
+            connection_mode=ConnectionMode.POLLING,
+        ).order_by("pk")
     ]
     if not apps:
         log.warning("no enabled IM app uses an outbound-only connection; nothing to do")
         return
-    log.info("polling %d IM app(s)", len(apps))
-    await asyncio.gather(*(poll_app(app, stop) for app in apps))
+    log.info("serving %d outbound-only IM app(s)", len(apps))
+    await asyncio.gather(
+        *(
+            poll_app(app, stop) if app.platform == Platform.TELEGRAM else socket_mode.serve_app(app, stop)
+            for app in apps
+        )
+    )
