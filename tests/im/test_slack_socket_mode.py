@@ -16,7 +16,7 @@ from agents_app import registry
 from chat_app.models import ChatSession
 from fakes.openai_server import call, text, tool_calls
 from fakes.slack_api import FakeSlack
-from im_app import background, polling
+from im_app import background, connection, polling
 from ops_app import roles
 from ops_app.models import Incident
 from ops_app.services import create_user
@@ -276,3 +276,19 @@ async def test_an_app_of_one_organization_never_starts_a_turn_in_another(
     [session] = await sessions_of(alice)
     assert session.organization_id == org.pk
     assert not await ChatSession.objects.filter(organization=other_org).aexists()
+
+
+async def test_test_connection_also_tries_the_app_level_token(app, org, slack):
+    revoked = await sync_to_async(slack_app)(
+        org, slack, name="Revoked bot", connection_mode="polling", app_token="xapp-revoked-123"
+    )
+
+    ok = await sync_to_async(connection.test_connection)(app)
+    refused = await sync_to_async(connection.test_connection)(revoked)
+
+    assert ok == (True, "ongrid (bot BBOT) in Acme, Socket Mode ready")
+    assert refused == (
+        False,
+        "ongrid (bot BBOT) in Acme, but Socket Mode refused the app-level token: "
+        "apps.connections.open: invalid_auth",
+    )
