@@ -18,11 +18,18 @@ MAX_BACKOFF = 60.0
 
 
 async def poll_once(
-    app: IMApp, client: TelegramClient, offset: int | None, hold_seconds: int = 50
+    app: IMApp,
+    client: TelegramClient,
+    offset: int | None,
+    hold_seconds: int = 50,
+    stop: asyncio.Event | None = None,
 ) -> int | None:
     """Fetch one batch of updates and start handling each new one; returns the next offset.
-    Handling runs concurrently, so a long turn in one chat never delays another chat."""
-    for update in await client.updates(offset, hold_seconds):
+    Handling runs concurrently, so a long turn in one chat never delays another chat. `stop`
+    ends the long poll at once (updates already fetched are still all started)."""
+    fetch = client.updates(offset, hold_seconds)
+    updates = await (background.unless_stopped(fetch, stop) if stop is not None else fetch)
+    for update in updates or []:
         offset = update["update_id"] + 1
         if await deliveries.afirst_time(app, f"update:{update['update_id']}"):
             background.run_after_answer(
@@ -37,13 +44,13 @@ async def poll_app(app: IMApp, stop: asyncio.Event) -> None:
     backoff = 1.0
     while not stop.is_set():
         try:
-            offset = await poll_once(app, client, offset)
+            offset = await poll_once(app, client, offset, stop=stop)
             backoff = 1.0
         except Exception as exc:  # noqa: BLE001 - network, platform or database trouble: retry
             log.warning(
                 "IM app %s: polling failed (%s); retrying in %.0fs", app.pk, type(exc).__name__, backoff
             )
-            await asyncio.sleep(backoff)
+            await background.sleep_unless_stopped(backoff, stop)
             backoff = min(backoff * 2, MAX_BACKOFF)
 
 

@@ -24,6 +24,7 @@ import websockets
 from websockets.asyncio.client import ClientConnection
 
 from im_app import slack_bridge
+from im_app.background import sleep_unless_stopped, unless_stopped
 from im_app.models import IMApp
 from im_app.platforms.http import PlatformError
 from im_app.platforms.slack import socket_mode_url
@@ -64,14 +65,16 @@ async def serve_app(app: IMApp, stop: asyncio.Event, max_backoff: float = MAX_BA
                 backoff = 1.0
                 continue  # Slack asked for a fresh connection: no pause
             log.info("IM app %s: Socket Mode connection closed; reconnecting in %.0fs", app.pk, backoff)
-        await _sleep_unless_stopped(backoff, stop)
+        await sleep_unless_stopped(backoff, stop)
         backoff = min(backoff * 2, max_backoff)
 
 
 async def _connection(app: IMApp, stop: asyncio.Event) -> str:
     """One connection, from `apps.connections.open` to its end: "disconnect" when Slack asked
     for a new one, "closed" when the socket closed cleanly (by Slack, or by us on `stop`)."""
-    url = await socket_mode_url(app)
+    url = await unless_stopped(socket_mode_url(app), stop)
+    if url is None:
+        return "closed"
     async with websockets.connect(url, open_timeout=OPEN_TIMEOUT, max_size=2**22) as socket:
         closer = asyncio.ensure_future(_close_on(stop, socket))
         try:
@@ -104,18 +107,15 @@ async def _envelope(app: IMApp, socket: ClientConnection, envelope: dict) -> Non
     if kind == "slash_commands" and envelope.get("accepts_response_payload"):
         ack["payload"] = {"response_type": "ephemeral", "text": slack_bridge.command_answer(payload)}
     await socket.send(json.dumps(ack))
-    if kind == "events_api":
-        await slack_bridge.accept_event(app, payload)
-    elif kind == "interactive":
-        slack_bridge.accept_interaction(app, payload)
-    elif kind == "slash_commands":
-        await slack_bridge.accept_command(app, payload)
-    else:
-        log.info("IM app %s: ignored a Socket Mode envelope of type %s", app.pk, kind)
-
-
-async def _sleep_unless_stopped(seconds: float, stop: asyncio.Event) -> None:
     try:
-        await asyncio.wait_for(stop.wait(), timeout=seconds)
-    except TimeoutError:
-        pass
+        if kind == "events_api":
+            await slack_bridge.accept_event(app, payload)
+        elif kind == "interactive":
+            slack_bridge.accept_interaction(app, payload)
+        elif kind == "slash_commands":
+            await slack_bridge.accept_command(app, payload)
+        else:
+            log.info("IM app %s: ignored a Socket Mode envelope of type %s", app.pk, kind)
+    except Exception as exc:  # noqa: BLE001 - e.g. the database is down: the connection goes on
+        # Acknowledged already, so Slack will not redeliver it, and a new connection would not help.
+        log.error("IM app %s: a Socket Mode %s envelope failed (%s)", app.pk, kind, type(exc).__name__)

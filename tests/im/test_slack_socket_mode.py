@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import time
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -16,12 +17,13 @@ from agents_app import registry
 from chat_app.models import ChatSession
 from fakes.openai_server import call, text, tool_calls
 from fakes.slack_api import FakeSlack
+from fakes.telegram_api import FakeTelegram
 from im_app import background, connection, polling
 from ops_app import roles
 from ops_app.models import Incident
 from ops_app.services import create_user
 from tests.support.asyncdb import close_async_db_connections  # noqa: F401 - fixture
-from tests.support.im import link, sessions_of, slack_app, slack_mention, until
+from tests.support.im import link, sessions_of, slack_app, slack_mention, telegram_app, tg_message, until
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -292,3 +294,36 @@ async def test_test_connection_also_tries_the_app_level_token(app, org, slack):
         "ongrid (bot BBOT) in Acme, but Socket Mode refused the app-level token: "
         "apps.connections.open: invalid_auth",
     )
+
+
+async def test_one_process_serves_telegram_long_polling_and_slack_socket_mode_and_stops_at_once(
+    app, alice, org, slack, agents_llm
+):
+    telegram = FakeTelegram().start()
+    try:
+        polled = await sync_to_async(telegram_app)(org, telegram, connection_mode="polling")
+        await sync_to_async(link)(polled, 42, alice)
+        agents_llm.add("default", text("From Slack."), text("From Telegram."))
+        stop = asyncio.Event()
+        runner = asyncio.create_task(polling.run_all(stop))
+
+        await until(lambda: slack.connections(APP_TOKEN) == 1)
+        slack.push("events_api", slack_mention("Ev1", "status?"))
+        await until(answered(slack, TS))
+        telegram.push_update(**tg_message(7, "and from here?"))
+        await until(
+            lambda: any("Transcript" in t for t in telegram.bot_texts(555)), what="the Telegram answer"
+        )
+        await background.drain()
+        await until(lambda: len(telegram.called("getUpdates")) >= 3, what="a long poll being held")
+        stopping = time.monotonic()
+        stop.set()
+        await asyncio.wait_for(runner, timeout=10)
+        stopped_in = time.monotonic() - stopping
+    finally:
+        telegram.stop()
+
+    assert slack.thread_texts(TS)[0].startswith("From Slack.")
+    assert telegram.bot_texts(555)[-1].startswith("From Telegram.")
+    assert len(await sessions_of(alice)) == 2
+    assert stopped_in < 1.5, stopped_in  # the held long poll (up to 2 s here, 50 s for real) is cut short
