@@ -327,3 +327,16 @@ async def test_one_process_serves_telegram_long_polling_and_slack_socket_mode_an
     assert telegram.bot_texts(555)[-1].startswith("From Telegram.")
     assert len(await sessions_of(alice)) == 2
     assert stopped_in < 1.5, stopped_in  # the held long poll (up to 2 s here, 50 s for real) is cut short
+
+
+async def test_the_app_level_token_is_encrypted_in_the_database(app):
+    def raw() -> str:
+        from django.db import connection as db
+
+        with db.cursor() as cursor:
+            cursor.execute("SELECT app_token FROM im_app_imapp WHERE id = %s", [app.pk])
+            return cursor.fetchone()[0]
+
+    stored = await sync_to_async(raw)()
+
+    assert stored.startswith("fernet:") and APP_TOKEN not in stored
