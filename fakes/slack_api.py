@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import json
 import secrets
+import socket as sockets
 import threading
 import time
 from urllib.parse import parse_qs, urlsplit
@@ -105,6 +106,10 @@ class FakeSlack(PlatformFake):
         socket = self._current(app_token)
         socket.send(json.dumps({"type": "disconnect", "reason": reason, "debug_info": {"host": self.name}}))
         socket.close()
+
+    def drop(self, app_token: str = "xapp-test-token") -> None:
+        """A broken connection: the TCP socket goes away without a websocket close handshake."""
+        self._current(app_token).socket.shutdown(sockets.SHUT_RDWR)
 
     def acked(self, envelope_id: str) -> dict | None:
         with self.lock:

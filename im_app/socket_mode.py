@@ -61,17 +61,18 @@ async def serve_app(app: IMApp, stop: asyncio.Event, max_backoff: float = MAX_BA
         else:
             if stop.is_set():
                 return
+            backoff = 1.0  # the connection worked: a later failure starts the backoff afresh
             if reason == "disconnect":
-                backoff = 1.0
                 continue  # Slack asked for a fresh connection: no pause
-            log.info("IM app %s: Socket Mode connection closed; reconnecting in %.0fs", app.pk, backoff)
+            log.info("IM app %s: Socket Mode connection %s; reconnecting in %.0fs", app.pk, reason, backoff)
         await sleep_unless_stopped(backoff, stop)
         backoff = min(backoff * 2, max_backoff)
 
 
 async def _connection(app: IMApp, stop: asyncio.Event) -> str:
     """One connection, from `apps.connections.open` to its end: "disconnect" when Slack asked
-    for a new one, "closed" when the socket closed cleanly (by Slack, or by us on `stop`)."""
+    for a new one, "closed" when the socket closed cleanly (by Slack, or by us on `stop`),
+    "dropped" when an open connection broke (no close handshake, or no answer to pings)."""
     url = await unless_stopped(socket_mode_url(app), stop)
     if url is None:
         return "closed"
@@ -88,6 +89,8 @@ async def _connection(app: IMApp, stop: asyncio.Event) -> str:
                     return "disconnect"
                 elif message.get("envelope_id"):
                     await _envelope(app, socket, message)
+        except websockets.ConnectionClosedError:
+            return "dropped"
         finally:
             closer.cancel()
     return "closed"

@@ -146,6 +146,23 @@ async def test_a_disconnect_makes_the_client_reconnect_and_keep_working(app, ali
     assert texts[0].startswith("Before.") and texts[1].startswith("After.")
 
 
+async def test_a_dropped_connection_is_opened_again_after_a_pause(app, alice, slack, agents_llm, caplog):
+    agents_llm.add("default", text("After the drop."))
+    caplog.set_level(logging.INFO, logger="im_app")
+
+    async with ongrid_im():
+        await until(lambda: slack.connections(APP_TOKEN) == 1)
+        slack.drop(APP_TOKEN)
+        await until(lambda: slack.connections(APP_TOKEN) == 2, what="the connection opened again")
+        slack.push("events_api", slack_mention("Ev1", "still there?"))
+        await until(answered(slack, TS))
+
+    first, second = slack.called("apps.connections.open")
+    assert second.at - first.at >= 0.95  # after the backoff, not in a tight loop
+    assert f"IM app {app.pk}: Socket Mode connection dropped; reconnecting in 1s" in caplog.text
+    assert slack.thread_texts(TS)[0].startswith("After the drop.")
+
+
 async def test_a_refused_app_token_is_reported_and_other_apps_go_on(
     app, alice, org, slack, agents_llm, caplog
 ):
