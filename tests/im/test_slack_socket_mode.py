@@ -357,3 +357,17 @@ async def test_the_app_level_token_is_encrypted_in_the_database(app):
     stored = await sync_to_async(raw)()
 
     assert stored.startswith("fernet:") and APP_TOKEN not in stored
+
+
+async def test_the_admin_takes_the_app_level_token_write_only_and_shows_no_webhook_urls(app, org_admin):
+    from django.test import Client
+
+    def change_page() -> str:
+        admin = Client()
+        admin.force_login(org_admin)
+        return admin.get(f"/admin/im_app/imapp/{app.pk}/change/").content.decode()
+
+    page = await sync_to_async(change_page)()
+
+    assert 'name="app_token"' in page and APP_TOKEN not in page
+    assert "None: Socket Mode" in page and f"/im/slack/{app.pk}/events" not in page
