@@ -25,6 +25,7 @@ class IMAppAdmin(TenantScopedAdmin):
                 "fields": (
                     "bot_token",
                     "signing_secret",
+                    "app_token",
                     "app_id",
                     "app_secret",
                     "verification_token",
@@ -50,6 +51,8 @@ class IMAppAdmin(TenantScopedAdmin):
     def webhook_url(self, obj: IMApp) -> str:
         if obj.pk is None:
             return "Saved first."
+        if obj.platform == "slack" and obj.connection_mode == "polling":
+            return "None: Socket Mode (manage.py ongrid_im connects to Slack with the app-level token)."
         paths = {
             "telegram": f"/im/telegram/{obj.pk}/{obj.webhook_path}",
             "slack": f"/im/slack/{obj.pk}/events  (interactivity: /im/slack/{obj.pk}/interactions, "

@@ -8,10 +8,12 @@ import asyncio
 import contextvars
 import logging
 from collections.abc import Coroutine
+from typing import Any, TypeVar
 
 log = logging.getLogger(__name__)
 
 TASKS: set[asyncio.Task] = set()
+T = TypeVar("T")
 
 
 def run_after_answer(work: Coroutine, name: str) -> asyncio.Task:
@@ -36,3 +38,28 @@ async def drain() -> None:
     """Wait for every piece of work started so far (tests, graceful shutdown)."""
     while TASKS:
         await asyncio.gather(*list(TASKS), return_exceptions=True)
+
+
+# --- the long-lived loops of `manage.py ongrid_im` ----------------------------------------------
+
+
+async def unless_stopped(work: Coroutine[Any, Any, T], stop: asyncio.Event) -> T | None:
+    """`work`'s result, or None (the work cancelled) when `stop` is set first: a long poll or a
+    connection attempt must not hold up the end of the process."""
+    task = asyncio.ensure_future(work)
+    stopped = asyncio.ensure_future(stop.wait())
+    await asyncio.wait({task, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    stopped.cancel()
+    if task.done():
+        return task.result()
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    return None
+
+
+async def sleep_unless_stopped(seconds: float, stop: asyncio.Event) -> None:
+    """A backoff pause that `stop` cuts short."""
+    try:
+        await asyncio.wait_for(stop.wait(), timeout=seconds)
+    except TimeoutError:
+        pass

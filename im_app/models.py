@@ -21,7 +21,10 @@ class Platform(models.TextChoices):
 
 class ConnectionMode(models.TextChoices):
     WEBHOOK = "webhook", "Webhook (the platform calls Ongrid)"
-    POLLING = "polling", "Outbound only (Telegram long polling, run by manage.py ongrid_im)"
+    POLLING = (
+        "polling",
+        "Outbound only (Telegram long polling, Slack Socket Mode; run by manage.py ongrid_im)",
+    )
 
 
 # Where each platform's HTTP API lives unless the app names another (a gateway, a fake).
@@ -52,6 +55,10 @@ class IMApp(TenantModel):
     )
     bot_token = EncryptedTextField(blank=True, help_text=_("Slack xoxb- token, or Telegram bot token."))
     signing_secret = EncryptedTextField(blank=True, help_text=_("Slack: the app's signing secret."))
+    app_token = EncryptedTextField(
+        blank=True,
+        help_text=_("Slack Socket Mode: the app-level token (xapp-…) with the connections:write scope."),
+    )
     app_id = models.CharField(max_length=200, blank=True, help_text=_("Feishu: the app id (cli_…)."))
     app_secret = EncryptedTextField(blank=True, help_text=_("Feishu: the app secret."))
     verification_token = EncryptedTextField(blank=True, help_text=_("Feishu: the event verification token."))

@@ -1,5 +1,9 @@
 """Slack: Events API callbacks into conversations, Block Kit button presses into signatures, and a
-Slack thread (channel + thread_ts) as a `Thread` that speaks mrkdwn."""
+Slack thread (channel + thread_ts) as a `Thread` that speaks mrkdwn.
+
+Both ways Slack delivers (signed webhooks in `views`, Socket Mode envelopes in `socket_mode`) carry
+the same payloads and hand them to the `accept_*` functions here: de-duplicate, then start the work
+after the platform has had its answer."""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ import re
 
 from asgiref.sync import sync_to_async
 
-from im_app import conversation, identities
+from im_app import background, conversation, deliveries, identities
 from im_app.formatting import split_rendered
 from im_app.identities import Sender
 from im_app.models import IMApp
@@ -151,3 +155,41 @@ async def handle_command(app: IMApp, form: dict, client: SlackClient | None = No
     root = await client.post_message(channel, opener, thread_ts=None)
     thread = SlackThread(client, channel, root)
     await conversation.converse(app, thread, sender, f"{channel}:{root}", f"/new {question}".strip())
+
+
+# --- accepting deliveries (webhook or Socket Mode) ---------------------------------------------
+
+
+async def accept_event(app: IMApp, body: dict) -> bool:
+    """An Events API `event_callback` body: start its handling after the answer. False for a
+    redelivery of an event already seen (by either way of delivery), which starts nothing."""
+    if body.get("type") != "event_callback" or not body.get("event_id"):
+        return True
+    if not await deliveries.afirst_time(app, f"event:{body['event_id']}"):
+        return False
+    background.run_after_answer(handle_event(app, body.get("event") or {}), f"slack-{body['event_id']}")
+    return True
+
+
+def accept_interaction(app: IMApp, payload: dict) -> None:
+    """An interactivity payload: Block Kit button presses are handled after the answer."""
+    if payload.get("type") == "block_actions":
+        background.run_after_answer(handle_action(app, payload), f"slack-action-{app.pk}")
+
+
+def command_answer(form: dict) -> str:
+    """What the typist of a slash command sees at once (ephemeral): Ongrid knows only `/new`."""
+    if form.get("command") != "/new":
+        return "Ongrid knows only /new."
+    return "Starting a new conversation…"
+
+
+async def accept_command(app: IMApp, form: dict) -> bool:
+    """A slash command's fields: `/new` starts a conversation after the answer. False when nothing
+    starts (another command, or a redelivery of the same trigger)."""
+    if form.get("command") != "/new":
+        return False
+    if form.get("trigger_id") and not await deliveries.afirst_time(app, f"command:{form['trigger_id']}"):
+        return False
+    background.run_after_answer(handle_command(app, form), f"slack-command-{app.pk}")
+    return True

@@ -79,13 +79,8 @@ async def slack_events(request: HttpRequest, app_id: int) -> HttpResponse:
         return JsonResponse({"error": "not JSON"}, status=400)
     if body.get("type") == "url_verification":
         return JsonResponse({"challenge": body.get("challenge", "")})
-    if body.get("type") != "event_callback" or not body.get("event_id"):
-        return JsonResponse({"ok": True})
-    if not await deliveries.afirst_time(app, f"event:{body['event_id']}"):
+    if not await slack_bridge.accept_event(app, body):
         return JsonResponse({"ok": True, "duplicate": True})
-    background.run_after_answer(
-        slack_bridge.handle_event(app, body.get("event") or {}), f"slack-{body['event_id']}"
-    )
     return JsonResponse({"ok": True})
 
 
@@ -99,8 +94,7 @@ async def slack_interactions(request: HttpRequest, app_id: int) -> HttpResponse:
         payload = json.loads(request.POST.get("payload", ""))
     except ValueError:
         return JsonResponse({"error": "no payload"}, status=400)
-    if payload.get("type") == "block_actions":
-        background.run_after_answer(slack_bridge.handle_action(app, payload), f"slack-action-{app.pk}")
+    slack_bridge.accept_interaction(app, payload)
     return HttpResponse(status=200)
 
 
@@ -112,12 +106,9 @@ async def slack_commands(request: HttpRequest, app_id: int) -> HttpResponse:
     if isinstance(app, HttpResponse):
         return app
     form = {key: request.POST.get(key, "") for key in request.POST}
-    if form.get("command") != "/new":
-        return JsonResponse({"response_type": "ephemeral", "text": "Ongrid knows only /new."})
-    if form.get("trigger_id") and not await deliveries.afirst_time(app, f"command:{form['trigger_id']}"):
-        return HttpResponse(status=200)
-    background.run_after_answer(slack_bridge.handle_command(app, form), f"slack-command-{app.pk}")
-    return JsonResponse({"response_type": "ephemeral", "text": "Starting a new conversation…"})
+    if form.get("command") == "/new" and not await slack_bridge.accept_command(app, form):
+        return HttpResponse(status=200)  # a redelivery
+    return JsonResponse({"response_type": "ephemeral", "text": slack_bridge.command_answer(form)})
 
 
 @csrf_exempt

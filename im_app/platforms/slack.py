@@ -19,20 +19,7 @@ class SlackClient:
         if not self._token:
             raise PlatformError("no bot token is configured")
         body = {key: value for key, value in params.items() if value is not None}
-        response = await send(
-            "POST",
-            f"{self.base}/{method}",
-            json=body,
-            headers={"Authorization": f"Bearer {self._token}"},
-            what=method,
-        )
-        try:
-            answer = response.json()
-        except ValueError:
-            raise PlatformError(f"{method}: HTTP {response.status_code}") from None
-        if not answer.get("ok"):
-            raise PlatformError(f"{method}: {answer.get('error') or response.status_code}")
-        return answer
+        return await _call(self.base, self._token, method, body)
 
     async def identity(self) -> str:
         me = await self.call("auth.test")
@@ -58,6 +45,30 @@ class SlackClient:
         except PlatformError:
             return ""
         return ((info.get("user") or {}).get("profile") or {}).get("email", "")
+
+
+async def _call(base: str, token: str, method: str, body: dict) -> dict:
+    response = await send(
+        "POST", f"{base}/{method}", json=body, headers={"Authorization": f"Bearer {token}"}, what=method
+    )
+    try:
+        answer = response.json()
+    except ValueError:
+        raise PlatformError(f"{method}: HTTP {response.status_code}") from None
+    if not answer.get("ok"):
+        raise PlatformError(f"{method}: {answer.get('error') or response.status_code}")
+    return answer
+
+
+async def socket_mode_url(app) -> str:
+    """Socket Mode's `apps.connections.open`: a one-time websocket URL for this app, asked with
+    the app-level token (xapp-…), not the bot token. Each (re)connection needs a fresh one."""
+    if not app.app_token:
+        raise PlatformError("no app-level token (xapp-…) is configured for Socket Mode")
+    answer = await _call(app.api_base, app.app_token, "apps.connections.open", {})
+    if not answer.get("url"):
+        raise PlatformError("apps.connections.open: no url in the answer")
+    return answer["url"]
 
 
 # --- Markdown (what the model writes) to Slack mrkdwn -----------------------------------------

@@ -1,5 +1,5 @@
-"""`manage.py ongrid_im`: the outbound-only IM connections (Telegram long polling) of every
-organization, in one process. Run it as a service next to daphne (docs/im.md)."""
+"""`manage.py ongrid_im`: the outbound-only IM connections (Telegram long polling, Slack Socket
+Mode) of every organization, in one process. Run it as a service next to daphne (docs/im.md)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ from im_app.polling import run_all
 
 
 class Command(BaseCommand):
-    help = "Run the outbound-only IM connections (Telegram long polling) of all enabled apps."
+    help = (
+        "Run the outbound-only IM connections (Telegram long polling, Slack Socket Mode) of all enabled apps."
+    )
 
     def handle(self, *args, **options) -> None:
         asyncio.run(self._main())
