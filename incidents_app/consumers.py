@@ -6,9 +6,8 @@ from __future__ import annotations
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
-from audit_app.queries import can_audit
-from incidents_app.access import may_act, visible_incidents
-from incidents_app.fragments import live_fragments
+from incidents_app.access import visible_incidents
+from incidents_app.fragments import live_fragments, viewer_of
 from incidents_app.runner import incident_group
 
 
@@ -30,8 +29,7 @@ class IncidentConsumer(AsyncWebsocketConsumer):
             await self.close(code=4403)
             return
         self.incident_id = incident_id
-        self.audit = await database_sync_to_async(can_audit)(user)
-        self.can_act = await database_sync_to_async(may_act)(user)
+        self.viewer = await database_sync_to_async(viewer_of)(user)
         self.group = incident_group(incident_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
@@ -48,5 +46,5 @@ class IncidentConsumer(AsyncWebsocketConsumer):
         await self._redraw()
 
     async def _redraw(self) -> None:
-        fragment = await database_sync_to_async(live_fragments)(self.incident_id, self.audit, self.can_act)
+        fragment = await database_sync_to_async(live_fragments)(self.incident_id, self.viewer)
         await self.send(text_data=fragment)

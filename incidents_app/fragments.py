@@ -4,16 +4,33 @@ time the runner publishes progress (docs/investigations.md, "Pages")."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from django.template.loader import render_to_string
 
 from audit_app.models import AuditLog
-from ops_app.models import ChangeEvent, Incident
+from audit_app.queries import can_audit
+from incidents_app.access import may_act
+from ops_app.models import ChangeEvent, Device, Incident, TopologyNode
+from ops_app.topology import expand
 from web_app.charts import chart_for_tool
 
 
-def report_context(incident: Incident, audit: bool) -> dict:
-    """The latest investigation of the incident, its report and the tool calls it made so far.
-    `audit`: the viewer may open the audit pages, so evidence links to its tool call there."""
+@dataclass(frozen=True)
+class Viewer:
+    """What the person looking may do, which decides the links and buttons drawn."""
+
+    audit: bool = False  # may open the audit pages: evidence links to its tool call there
+    can_act: bool = False  # a member, not an auditor: may send the report's proposed changes
+    staff: bool = False  # may open the admin: patient zero's device links to its record
+
+
+def viewer_of(user) -> Viewer:
+    return Viewer(audit=can_audit(user), can_act=may_act(user), staff=bool(user.is_staff))
+
+
+def report_context(incident: Incident, viewer: Viewer) -> dict:
+    """The latest investigation of the incident, its report and the tool calls it made so far."""
     latest = incident.investigations.order_by("-created_at", "-pk").first()
     steps = []
     if latest and latest.session_id:
@@ -28,9 +45,29 @@ def report_context(incident: Incident, audit: bool) -> dict:
         "latest": latest,
         "report": report,
         "evidence": evidence_with_charts(report),
+        "patient_zero": patient_zero_context(incident.organization_id, report.get("patient_zero") or {}),
         "steps": steps,
-        "audit": audit,
+        "audit": viewer.audit,
+        "can_act": viewer.can_act,
+        "staff": viewer.staff,
     }
+
+
+def patient_zero_context(organization_id: int, named: dict) -> dict:
+    """Patient zero resolved to the organization's records: its device and its topology node with
+    the nodes one hop up- and downstream (what it calls and what calls it)."""
+    device = node = None
+    if named.get("device_id"):
+        device = Device.objects.filter(organization_id=organization_id, pk=named["device_id"]).first()
+    nodes = TopologyNode.objects.filter(organization_id=organization_id).select_related("device")
+    if named.get("topology_node_id"):
+        node = nodes.filter(pk=named["topology_node_id"]).first()
+    elif device is not None:
+        node = nodes.filter(device=device).first()
+    neighbours = []
+    if node is not None:
+        neighbours = [n for n in expand(organization_id, node, "both", 1)["nodes"] if n["relation"] != "self"]
+    return {"device": device, "node": node, "neighbours": neighbours}
 
 
 def evidence_with_charts(report: dict) -> list[dict]:
@@ -61,12 +98,11 @@ def timeline_context(incident: Incident, steps: list) -> dict:
     return {"timeline": timeline, "history": incident.investigations.order_by("-created_at", "-pk")[:10]}
 
 
-def live_fragments(incident_id: int, audit: bool, can_act: bool = False) -> str:
+def live_fragments(incident_id: int, viewer: Viewer) -> str:
     """What the page's socket redraws on each progress event, as out-of-band swaps: the
-    investigation block (`#investigation`), the timeline and the past investigations.
-    `can_act`: the viewer may send the report's proposed changes (members, not auditors)."""
+    investigation block (`#investigation`), the timeline and the past investigations."""
     incident = Incident.objects.get(pk=incident_id)
-    context = {**report_context(incident, audit), "oob": True, "can_act": can_act}
+    context = {**report_context(incident, viewer), "oob": True}
     context.update(timeline_context(incident, context["steps"]))
     return render_to_string("incidents/_report.html", context) + render_to_string(
         "incidents/_timeline.html", context

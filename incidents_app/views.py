@@ -14,13 +14,12 @@ from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from agents_app import direct_calls, turns
-from audit_app.queries import can_audit
 from chat_app import services as chats
 from incidents_app import investigations, runner
 from incidents_app.access import incident_or_404, may_act, visible_incidents
 from incidents_app.api import filter_incidents
 from incidents_app.context import incident_context
-from incidents_app.fragments import report_context, timeline_context
+from incidents_app.fragments import report_context, timeline_context, viewer_of
 from ops_app import incidents as incident_states
 from ops_app.models import Incident, Severity
 
@@ -51,12 +50,11 @@ def incident_page(request: HttpRequest, incident_id: int) -> HttpResponse:
 
 
 def _detail_context(request: HttpRequest, incident: Incident) -> dict:
-    context = report_context(incident, can_audit(request.user))
+    context = report_context(incident, viewer_of(request.user))
     return {
         **context,
         **timeline_context(incident, context["steps"]),
         "alerts": incident.alerts.order_by("starts_at"),
-        "can_act": may_act(request.user),
     }
 
 

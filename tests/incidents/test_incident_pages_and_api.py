@@ -13,7 +13,7 @@ from chat_app import services
 from chat_app.models import ChatSession
 from incidents_app import investigations, startup
 from incidents_app.models import Investigation, InvestigationPolicy
-from ops_app.models import Incident
+from ops_app.models import Device, Incident, TopologyEdge, TopologyNode
 
 pytestmark = pytest.mark.django_db(transaction=True)
 T0 = dt.datetime(2026, 5, 1, 10, 0, tzinfo=dt.UTC)
@@ -95,3 +95,29 @@ def test_an_auditor_reads_but_cannot_start_an_investigation(client, auditor, inc
     client.force_login(auditor)
     assert client.get(f"/api/incidents/{incident.pk}/").status_code == 200
     assert client.post(f"/api/incidents/{incident.pk}/investigate/").status_code == 403
+
+
+def test_patient_zero_is_shown_with_its_device_and_topology_neighbourhood(
+    client, org, incident, member, org_admin
+):
+    db = Device.objects.create(organization=org, name="db-01", address="10.0.0.9")
+    pg = TopologyNode.objects.create(organization=org, name="payments-db", kind="database", device=db)
+    api = TopologyNode.objects.create(organization=org, name="payments-api", kind="service")
+    disk = TopologyNode.objects.create(organization=org, name="san-a", kind="other")
+    TopologyEdge.objects.create(organization=org, source=api, target=pg)
+    TopologyEdge.objects.create(organization=org, source=pg, target=disk)
+    named = {"kind": "device", "name": "db-01", "device_id": db.pk}
+    report = {"summary": "s", "root_cause": "r", "patient_zero": named}
+    Investigation.objects.create(
+        organization=org, incident=incident, trigger="manual", status="done", report=report
+    )
+
+    client.force_login(member)
+    page = client.get(reverse("incident-page", args=[incident.pk])).content.decode()
+    assert "device db-01 (10.0.0.9)" in page and "topology node payments-db (database)" in page
+    assert "called by <strong>payments-api</strong> (service)" in page
+    assert "calls <strong>san-a</strong> (other)" in page
+    assert f"/admin/ops_app/device/{db.pk}/change/" not in page  # a member does not reach the admin
+    client.force_login(org_admin)
+    page = client.get(reverse("incident-page", args=[incident.pk])).content.decode()
+    assert f'<a href="/admin/ops_app/device/{db.pk}/change/">db-01</a>' in page
