@@ -251,4 +251,11 @@ class Report(TenantModel):
         indexes = [models.Index(fields=["organization", "-period_end"], name="report_org_end_idx")]
 
     def __str__(self) -> str:
-        return f"{self.get_period_display()} report {self.period_start:%Y-%m-%d} – {self.period_end:%Y-%m-%d}"
+        titles = {
+            Schedule.Period.DAILY: _("Daily report %(start)s – %(end)s"),
+            Schedule.Period.WEEKLY: _("Weekly report %(start)s – %(end)s"),
+            Schedule.Period.MONTHLY: _("Monthly report %(start)s – %(end)s"),
+        }
+        dates = {"start": f"{self.period_start:%Y-%m-%d}", "end": f"{self.period_end:%Y-%m-%d}"}
+        title = titles.get(self.period)
+        return str(title) % dates if title else f"{self.period} report {dates['start']} – {dates['end']}"

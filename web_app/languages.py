@@ -7,6 +7,8 @@ browser's Accept-Language), else English. See docs/i18n.md.
 
 from __future__ import annotations
 
+from http.cookies import CookieError, SimpleCookie
+
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.utils import translation
@@ -27,6 +29,26 @@ def chosen_language(user) -> str:
         return ""
     membership = getattr(user, "membership", None)  # None for staff without an organization
     return supported(getattr(membership, "language", "") or "")
+
+
+def language_for_scope(scope: dict, user) -> str:
+    """The same choice for a websocket, from the handshake: the user's setting, else the language
+    cookie, else the browser's Accept-Language (Django's own rules), else English."""
+    chosen = chosen_language(user)
+    if chosen:
+        return chosen
+    handshake = HttpRequest()
+    for name, value in scope.get("headers", []):
+        if name == b"accept-language":
+            handshake.META["HTTP_ACCEPT_LANGUAGE"] = value.decode("latin-1")
+        elif name == b"cookie":
+            cookies = SimpleCookie()
+            try:
+                cookies.load(value.decode("latin-1"))
+            except CookieError:  # a malformed cookie header just means "no cookie"
+                continue
+            handshake.COOKIES.update({key: morsel.value for key, morsel in cookies.items()})
+    return translation.get_language_from_request(handshake)
 
 
 class UserLanguageMiddleware:
