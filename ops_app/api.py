@@ -105,10 +105,12 @@ class KnowledgeView(APIView):
     def post(self, request: Request) -> Response:
         organization = organization_of(request.user)
         if organization is None:
-            return Response({"detail": "you belong to no organization"}, status=status.HTTP_403_FORBIDDEN)
+            return Response(
+                {"detail": gettext("you belong to no organization")}, status=status.HTTP_403_FORBIDDEN
+            )
         if not request.user.has_perm("ops_app.add_knowledgedocument"):
             return Response(
-                {"detail": "only organization admins can add knowledge documents"},
+                {"detail": gettext("only organization admins can add knowledge documents")},
                 status=status.HTTP_403_FORBIDDEN,
             )
         upload = KnowledgeUploadSerializer(data=request.data)

@@ -78,3 +78,22 @@ async def test_the_events_socket_answers_non_objects_and_keeps_going(client, mem
     await socket.send_json_to({"type": "ping"})
     assert await socket.receive_json_from(timeout=5) == {"type": "pong", "user": "alice"}
     await socket.disconnect()
+
+
+async def test_the_sockets_answers_are_in_the_browsers_language(client, member):
+    chat = await sync_to_async(services.start_chat)(member)
+    spanish = [(b"accept-language", b"es-ES,es;q=0.9,en;q=0.5")]
+    socket = WebsocketCommunicator(
+        application,
+        f"/ws/chat/{chat.pk}/",
+        headers=[*SAME_ORIGIN, *spanish, await cookie_for(client, member)],
+    )
+    connected, _ = await socket.connect(timeout=5)
+    assert connected
+    await socket.send_to(text_data="[1, 2]")
+    reply = await socket.receive_from(timeout=5)
+    assert "No se entiende: envía un objeto JSON" in reply and "Not understood" not in reply
+    await socket.send_to(text_data=json.dumps({"message": "   "}))
+    reply = await socket.receive_from(timeout=5)
+    assert "El mensaje está vacío." in reply, reply
+    await socket.disconnect()
