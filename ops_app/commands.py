@@ -3,7 +3,7 @@ translation) in the operator's terminal language (docs/i18n.md).
 
 Django runs a command in `LANGUAGE_CODE` (English). An operator whose shell says `LANG=es_ES.UTF-8`
 reads `manage.py ongrid_token --help` in Spanish instead; a locale Ongrid does not ship, or `C`,
-stays English. Only what the command itself prints changes: rows it writes keep their English.
+stays English. Only the help changes: the command runs, and writes its rows, in English.
 """
 
 from __future__ import annotations
@@ -40,17 +40,18 @@ def terminal_language(environ: dict | None = None) -> str:
 
 
 class LocalizedCommand(BaseCommand):
-    """A management command whose help and marked messages follow the terminal's language."""
+    """A management command whose help follows the terminal's language.
 
-    def run_from_argv(self, argv: list[str]) -> None:
-        with translation.override(terminal_language()):
-            super().run_from_argv(argv)
+    Only the parser is built in that language: the command itself runs in `LANGUAGE_CODE`, so the
+    rows and messages it writes (change events, a chat turn's refusals) are what any other
+    background process writes."""
 
     def create_parser(self, prog_name: str, subcommand: str, **kwargs):
-        """argparse wants plain strings: the lazy help texts, in the language active now."""
-        self.help = str(self.help)
-        parser = super().create_parser(prog_name, subcommand, **kwargs)
-        for action in parser._actions:
-            if isinstance(action.help, Promise):
-                action.help = str(action.help)
+        # argparse wants plain strings: the lazy help texts, rendered now in the terminal's language.
+        with translation.override(terminal_language()):
+            self.help = str(self.help)
+            parser = super().create_parser(prog_name, subcommand, **kwargs)
+            for action in parser._actions:
+                if isinstance(action.help, Promise):
+                    action.help = str(action.help)
         return parser

@@ -27,10 +27,14 @@ def test_the_terminals_locale_picks_a_shipped_language(environ, language):
     assert terminal_language(environ) == language
 
 
-def test_a_commands_help_is_in_the_active_language():
-    with translation.override(terminal_language({"LANG": "fr_FR.UTF-8"})):
-        help_text = " ".join(Command().create_parser("manage.py", "ongrid_token").format_help().split())
-    assert "Émet un jeton d’API pour USERNAME" in help_text
-    assert "Supprime d’abord les jetons existants de l’utilisateur." in help_text
+def test_a_commands_help_is_in_the_terminals_language(monkeypatch):
+    for variable in ("LANGUAGE", "LC_ALL", "LC_MESSAGES"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("LANG", "fr_FR.UTF-8")
+    french = " ".join(Command().create_parser("manage.py", "ongrid_token").format_help().split())
+    assert "Émet un jeton d’API pour USERNAME" in french
+    assert "Supprime d’abord les jetons existants de l’utilisateur." in french
+    assert translation.get_language() == "en"  # the command itself still runs in English
+    monkeypatch.setenv("LANG", "C.UTF-8")
     english = " ".join(Command().create_parser("manage.py", "ongrid_token").format_help().split())
     assert "Issue an API token for USERNAME" in english
