@@ -8,6 +8,7 @@ from django.core.validators import RegexValidator
 from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from ops_app import roles
 from ops_app.encryption import EncryptedTextField, new_token, token_digest
@@ -337,8 +338,8 @@ class Alert(TenantModel):
     """One Alertmanager alert instance: a label set (fingerprint) that started firing at `starts_at`."""
 
     class Status(models.TextChoices):
-        FIRING = "firing", _("Firing")
-        RESOLVED = "resolved", _("Resolved")
+        FIRING = "firing", pgettext_lazy("alert status", "Firing")
+        RESOLVED = "resolved", pgettext_lazy("alert status", "Resolved")
 
     incident = models.ForeignKey(
         Incident,
