@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.utils import translation
 
 from audit_app.queries import can_audit
 from incidents_app.access import visible_incidents
 from incidents_app.fragments import report_fragment
 from incidents_app.runner import incident_group
+from ops_app.languages import language_for_scope
 
 
 def may_see(user, incident_id: int) -> bool:
@@ -31,6 +33,7 @@ class IncidentConsumer(AsyncWebsocketConsumer):
             return
         self.incident_id = incident_id
         self.audit = await database_sync_to_async(can_audit)(user)
+        self.language = await database_sync_to_async(language_for_scope)(self.scope, user)
         self.group = incident_group(incident_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
@@ -47,4 +50,9 @@ class IncidentConsumer(AsyncWebsocketConsumer):
         await self._redraw()
 
     async def _redraw(self) -> None:
-        await self.send(text_data=await database_sync_to_async(report_fragment)(self.incident_id, self.audit))
+        await self.send(text_data=await database_sync_to_async(self._render)())
+
+    def _render(self) -> str:
+        """The block in the viewer's language, as the page around it (docs/i18n.md)."""
+        with translation.override(self.language):
+            return report_fragment(self.incident_id, self.audit)

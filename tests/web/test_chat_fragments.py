@@ -137,7 +137,8 @@ def test_the_words_the_server_puts_in_the_chat_follow_the_active_language():
     with translation.override("zh-hans"):
         tile = fragments.tile_context({"session": 9, "status": "running"})
         assert ">运行中<" in fragments.worker_changed(tile, 1)
-    assert fragments.for_viewer(note, "alice") == (
-        "Stopped by you before the answer was complete. Cut off: nothing was running."
-    )
-    assert fragments.for_viewer("stopped by bob", "alice") == "Stopped by bob"
+    with translation.override("en"):
+        assert fragments.for_viewer(note, "alice") == (
+            "Stopped by you before the answer was complete. Cut off: nothing was running."
+        )
+        assert fragments.for_viewer("stopped by bob", "alice") == "Stopped by bob"
