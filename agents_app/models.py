@@ -27,47 +27,76 @@ class UserAgent(TenantModel):
     PERMISSION_MODE_CHOICES = [(mode, mode) for mode in PERMISSION_MODES]
 
     name = models.CharField(
+        verbose_name=_("name"),
         max_length=NAME_MAX_LENGTH,
         help_text=_("Lowercase kebab-case, e.g. specialist-postgres. This is the subagent_type."),
     )
-    description = models.CharField(max_length=500, help_text=_("One line: what this agent is for."))
-    when_to_use = models.TextField(
-        help_text=_("When the coordinator should dispatch to it; the first line shows in the catalog.")
+    description = models.CharField(
+        verbose_name=_("description"), max_length=500, help_text=_("One line: what this agent is for.")
     )
-    body = models.TextField(blank=True, help_text=_("The system prompt (Markdown)."))
+    when_to_use = models.TextField(
+        verbose_name=_("when to use"),
+        help_text=_("When the coordinator should dispatch to it; the first line shows in the catalog."),
+    )
+    body = models.TextField(verbose_name=_("body"), blank=True, help_text=_("The system prompt (Markdown)."))
     tools = models.JSONField(
+        verbose_name=_("tools"),
         null=True,
         blank=True,
         help_text=_("Whitelist of tool names or * patterns; empty = the coordinator's read-only set."),
     )
     disallowed_tools = models.JSONField(
-        default=list, blank=True, help_text=_("Blacklist; beats the whitelist.")
+        verbose_name=_("disallowed tools"),
+        default=list,
+        blank=True,
+        help_text=_("Blacklist; beats the whitelist."),
     )
-    permission_mode = models.CharField(max_length=32, choices=PERMISSION_MODE_CHOICES, default="read-only")
+    permission_mode = models.CharField(
+        verbose_name=_("permission mode"), max_length=32, choices=PERMISSION_MODE_CHOICES, default="read-only"
+    )
     max_turns = models.PositiveSmallIntegerField(
+        verbose_name=_("max. turns"),
         null=True,
         blank=True,
         validators=[MinValueValidator(1), MaxValueValidator(MAX_TURNS_LIMIT)],
         help_text=_("LLM steps before it must answer; empty = 15 (12 for the coordinator, default)."),
     )
     max_tool_calls = models.PositiveSmallIntegerField(
+        verbose_name=_("max. tool calls"),
         null=True,
         blank=True,
         validators=[MinValueValidator(1), MaxValueValidator(MAX_TOOL_CALLS_LIMIT)],
         help_text=_("Tool-call budget; empty = none."),
     )
-    model = models.CharField(max_length=200, blank=True, help_text=_("LLM model; empty = ONGRID_MODEL."))
-    critical_reminder = models.TextField(blank=True, help_text=_("Re-injected every turn."))
-    skills = models.JSONField(default=list, blank=True, help_text=_("Names of skills to activate."))
-    extra = models.JSONField(default=dict, blank=True, help_text=_("Unknown front-matter keys, kept."))
-    enabled = models.BooleanField(default=True, help_text=_("Disabled agents are not in the registry."))
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    model = models.CharField(
+        verbose_name=_("model"), max_length=200, blank=True, help_text=_("LLM model; empty = ONGRID_MODEL.")
     )
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    critical_reminder = models.TextField(
+        verbose_name=_("critical reminder"), blank=True, help_text=_("Re-injected every turn.")
+    )
+    skills = models.JSONField(
+        verbose_name=_("skills"), default=list, blank=True, help_text=_("Names of skills to activate.")
+    )
+    extra = models.JSONField(
+        verbose_name=_("extra"), default=dict, blank=True, help_text=_("Unknown front-matter keys, kept.")
+    )
+    enabled = models.BooleanField(
+        verbose_name=_("enabled"), default=True, help_text=_("Disabled agents are not in the registry.")
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("created by"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
+    updated_at = models.DateTimeField(verbose_name=_("updated at"), auto_now=True)
 
     class Meta:
+        verbose_name = _("user agent")
+        verbose_name_plural = _("user agents")
         db_table = "user_agents"
         ordering = ["name"]
         constraints = [
@@ -112,6 +141,8 @@ class RegistryVersion(TenantModel):
     version = models.PositiveBigIntegerField(default=0)
 
     class Meta:
+        verbose_name = _("registry version")
+        verbose_name_plural = _("registry versions")
         db_table = "agent_registry_versions"
         constraints = [models.UniqueConstraint(fields=["organization"], name="registry_version_org_uniq")]
 
@@ -149,49 +180,78 @@ class MutatingProposal(TenantModel):
     """
 
     class Decision(models.TextChoices):
-        PENDING = "pending", "Pending"
-        APPROVE = "approve", "Approved"
-        REJECT = "reject", "Rejected"
+        PENDING = "pending", _("Pending")
+        APPROVE = "approve", _("Approved")
+        REJECT = "reject", _("Rejected")
 
     class BlastRadius(models.TextChoices):
-        SINGLE_DEVICE = "single_device", "Single device"
-        CLUSTER = "cluster", "Cluster"
-        TENANT_WIDE = "tenant_wide", "Tenant-wide"
+        SINGLE_DEVICE = "single_device", _("Single device")
+        CLUSTER = "cluster", _("Cluster")
+        TENANT_WIDE = "tenant_wide", _("Tenant-wide")
 
-    session = models.ForeignKey("chat_app.ChatSession", on_delete=models.CASCADE, related_name="proposals")
+    session = models.ForeignKey(
+        "chat_app.ChatSession", verbose_name=_("session"), on_delete=models.CASCADE, related_name="proposals"
+    )
     # The chat the change belongs to (the session itself for a coordinator): where the card shows.
-    root_session = models.ForeignKey("chat_app.ChatSession", on_delete=models.CASCADE, related_name="+")
-    tool_call_id = models.CharField(max_length=200, blank=True)
-    tool = models.CharField(max_length=200)
-    tool_class = models.CharField(max_length=20)
-    persona = models.CharField(max_length=100)
-    permission_mode = models.CharField(max_length=32)
-    arguments = models.JSONField(default=dict, blank=True, help_text=_("Secrets redacted."))
+    root_session = models.ForeignKey(
+        "chat_app.ChatSession", verbose_name=_("root session"), on_delete=models.CASCADE, related_name="+"
+    )
+    tool_call_id = models.CharField(verbose_name=_("tool call ID"), max_length=200, blank=True)
+    tool = models.CharField(verbose_name=_("tool"), max_length=200)
+    tool_class = models.CharField(verbose_name=_("tool class"), max_length=20)
+    persona = models.CharField(verbose_name=_("persona"), max_length=100)
+    permission_mode = models.CharField(verbose_name=_("permission mode"), max_length=32)
+    arguments = models.JSONField(
+        verbose_name=_("arguments"), default=dict, blank=True, help_text=_("Secrets redacted.")
+    )
     payload = models.JSONField(
-        default=dict, help_text=_("{action, target, reason, blast_radius, operator, context_summary}")
+        verbose_name=_("payload"),
+        default=dict,
+        help_text=_("{action, target, reason, blast_radius, operator, context_summary}"),
     )
     target = models.CharField(
-        max_length=300, blank=True, help_text=_("Copied from the payload, for lookups.")
+        verbose_name=_("target"),
+        max_length=300,
+        blank=True,
+        help_text=_("Copied from the payload, for lookups."),
     )
     reviewer_session = models.ForeignKey(
-        "chat_app.ChatSession", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        "chat_app.ChatSession",
+        verbose_name=_("reviewer session"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
     )
-    reviewer_decision = models.CharField(max_length=10, choices=Decision.choices, default=Decision.PENDING)
-    reviewer_reason = models.TextField(blank=True)
-    requires_human = models.BooleanField(default=False)
-    human_decision = models.CharField(max_length=10, choices=Decision.choices, default=Decision.PENDING)
+    reviewer_decision = models.CharField(
+        verbose_name=_("reviewer decision"), max_length=10, choices=Decision.choices, default=Decision.PENDING
+    )
+    reviewer_reason = models.TextField(verbose_name=_("reviewer reason"), blank=True)
+    requires_human = models.BooleanField(verbose_name=_("requires human"), default=False)
+    human_decision = models.CharField(
+        verbose_name=_("human decision"), max_length=10, choices=Decision.choices, default=Decision.PENDING
+    )
     human_approver = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("human approver"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
     )
-    human_decided_at = models.DateTimeField(null=True, blank=True)
-    decision = models.CharField(max_length=10, choices=Decision.choices, default=Decision.PENDING)
-    decision_reason = models.TextField(blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    decided_at = models.DateTimeField(null=True, blank=True)
-    executed_at = models.DateTimeField(null=True, blank=True)
-    execution_status = models.CharField(max_length=20, blank=True)
+    human_decided_at = models.DateTimeField(verbose_name=_("human decided at"), null=True, blank=True)
+    decision = models.CharField(
+        verbose_name=_("decision"), max_length=10, choices=Decision.choices, default=Decision.PENDING
+    )
+    decision_reason = models.TextField(verbose_name=_("decision reason"), blank=True)
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
+    decided_at = models.DateTimeField(verbose_name=_("decided at"), null=True, blank=True)
+    executed_at = models.DateTimeField(verbose_name=_("executed at"), null=True, blank=True)
+    execution_status = models.CharField(verbose_name=_("execution status"), max_length=20, blank=True)
 
     class Meta:
+        verbose_name = _("mutating proposal")
+        verbose_name_plural = _("mutating proposals")
         db_table = "mutating_proposals"
         ordering = ["-created_at"]
         indexes = [
@@ -222,20 +282,30 @@ class RequestedCall(TenantModel):
     CALL_ID_PREFIX = "requested_"  # the tool call id of the call it becomes: requested_<pk>
 
     session = models.ForeignKey(
-        "chat_app.ChatSession", on_delete=models.CASCADE, related_name="requested_calls"
+        "chat_app.ChatSession",
+        verbose_name=_("session"),
+        on_delete=models.CASCADE,
+        related_name="requested_calls",
     )
     requested_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("requested by"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
     )
-    persona = models.CharField(max_length=100)
-    tool = models.CharField(max_length=200)
-    arguments = models.JSONField(default=dict, blank=True)
-    description = models.CharField(max_length=500)
-    created_at = models.DateTimeField(auto_now_add=True)
-    taken_at = models.DateTimeField(null=True, blank=True)
+    persona = models.CharField(verbose_name=_("persona"), max_length=100)
+    tool = models.CharField(verbose_name=_("tool"), max_length=200)
+    arguments = models.JSONField(verbose_name=_("arguments"), default=dict, blank=True)
+    description = models.CharField(verbose_name=_("description"), max_length=500)
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
+    taken_at = models.DateTimeField(verbose_name=_("taken at"), null=True, blank=True)
 
     class Meta:
         db_table = "requested_calls"
+        verbose_name = _("one-click change")
+        verbose_name_plural = _("one-click changes")
         indexes = [models.Index(fields=["session", "taken_at"], name="requested_call_session_idx")]
 
     def __str__(self) -> str:

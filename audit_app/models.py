@@ -22,36 +22,56 @@ AuditManager = models.Manager.from_queryset(type("AuditQuerySet", (AppendOnlyQue
 
 class ToolStatus(models.TextChoices):
     OK = "ok", "OK"
-    ERROR = "error", "Error"
-    TIMEOUT = "timeout", "Timeout"
-    REDIRECT = "redirect", "Redirect"
-    REJECTED = "rejected", "Rejected"
-    DEDUPED = "deduped", "Deduplicated"
-    KILLED = "killed", "Killed"
+    ERROR = "error", _("Error")
+    TIMEOUT = "timeout", _("Timeout")
+    REDIRECT = "redirect", _("Redirect")
+    REJECTED = "rejected", _("Rejected")
+    DEDUPED = "deduped", _("Deduplicated")
+    KILLED = "killed", _("Killed")
 
 
 class AuditLog(AppendOnlyModel, TenantModel):
     session = models.ForeignKey(
-        "chat_app.ChatSession", null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_logs"
+        "chat_app.ChatSession",
+        verbose_name=_("session"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="audit_logs",
     )
     user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("user"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
     )
-    persona = models.CharField(max_length=100, blank=True)
-    tool_call_id = models.CharField(max_length=200, blank=True)
-    tool = models.CharField(max_length=200)
-    tool_class = models.CharField(max_length=20, blank=True)  # blank: the LLM named no known tool
-    arguments = models.TextField(blank=True, help_text=_("As the LLM sent them (secrets redacted)."))
-    result = models.TextField(blank=True, help_text=_("Truncated; see result_size."))
-    result_size = models.PositiveIntegerField(default=0, help_text=_("Characters before truncation."))
-    status = models.CharField(max_length=20, choices=ToolStatus.choices)
-    error = models.TextField(blank=True)
-    started_at = models.DateTimeField()
-    duration_ms = models.PositiveIntegerField(default=0)
+    persona = models.CharField(verbose_name=_("persona"), max_length=100, blank=True)
+    tool_call_id = models.CharField(verbose_name=_("tool call ID"), max_length=200, blank=True)
+    tool = models.CharField(verbose_name=_("tool"), max_length=200)
+    tool_class = models.CharField(
+        verbose_name=_("tool class"), max_length=20, blank=True
+    )  # blank: the LLM named no known tool
+    arguments = models.TextField(
+        verbose_name=_("arguments"), blank=True, help_text=_("As the LLM sent them (secrets redacted).")
+    )
+    result = models.TextField(
+        verbose_name=_("result"), blank=True, help_text=_("Truncated; see result_size.")
+    )
+    result_size = models.PositiveIntegerField(
+        verbose_name=_("result size"), default=0, help_text=_("Characters before truncation.")
+    )
+    status = models.CharField(verbose_name=_("status"), max_length=20, choices=ToolStatus.choices)
+    error = models.TextField(verbose_name=_("error"), blank=True)
+    started_at = models.DateTimeField(verbose_name=_("started at"))
+    duration_ms = models.PositiveIntegerField(verbose_name=_("duration (ms)"), default=0)
 
     objects = AuditManager()
 
     class Meta:
+        verbose_name = _("audit log")
+        verbose_name_plural = _("audit logs")
         db_table = "audit_logs"
         ordering = ["-started_at", "-id"]
         indexes = [
@@ -74,26 +94,33 @@ class AuditLog(AppendOnlyModel, TenantModel):
 
 class LLMCall(AppendOnlyModel, TenantModel):
     session = models.ForeignKey(
-        "chat_app.ChatSession", null=True, blank=True, on_delete=models.SET_NULL, related_name="llm_calls"
+        "chat_app.ChatSession",
+        verbose_name=_("session"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="llm_calls",
     )
-    persona = models.CharField(max_length=100, blank=True)
-    provider = models.CharField(max_length=40)
+    persona = models.CharField(verbose_name=_("persona"), max_length=100, blank=True)
+    provider = models.CharField(verbose_name=_("provider"), max_length=40)
     # The organization's LLM endpoint by name ("" = the deployment's environment), kept as text:
     # evidence outlives a deleted endpoint.
-    endpoint = models.CharField(max_length=60, blank=True, default="")
-    model = models.CharField(max_length=200)
-    prompt_tokens = models.PositiveIntegerField(default=0)
-    completion_tokens = models.PositiveIntegerField(default=0)
+    endpoint = models.CharField(verbose_name=_("endpoint"), max_length=60, blank=True, default="")
+    model = models.CharField(verbose_name=_("model"), max_length=200)
+    prompt_tokens = models.PositiveIntegerField(verbose_name=_("prompt tokens"), default=0)
+    completion_tokens = models.PositiveIntegerField(verbose_name=_("completion tokens"), default=0)
     # Prompt tokens the provider served from its prompt cache (0 when it does not say).
-    cached_tokens = models.PositiveIntegerField(default=0)
-    latency_ms = models.PositiveIntegerField(default=0)
-    finish_reason = models.CharField(max_length=40, blank=True)
-    error = models.TextField(blank=True)
-    started_at = models.DateTimeField()
+    cached_tokens = models.PositiveIntegerField(verbose_name=_("cached tokens"), default=0)
+    latency_ms = models.PositiveIntegerField(verbose_name=_("latency (ms)"), default=0)
+    finish_reason = models.CharField(verbose_name=_("finish reason"), max_length=40, blank=True)
+    error = models.TextField(verbose_name=_("error"), blank=True)
+    started_at = models.DateTimeField(verbose_name=_("started at"))
 
     objects = AuditManager()
 
     class Meta:
+        verbose_name = _("LLM call")
+        verbose_name_plural = _("LLM calls")
         db_table = "llm_calls"
         ordering = ["-started_at", "-id"]
         indexes = [

@@ -16,6 +16,8 @@ from datetime import UTC, datetime, timedelta
 
 from django import forms
 from django.db.models import Count, Q, QuerySet, Sum
+from django.utils.translation import gettext, pgettext_lazy
+from django.utils.translation import gettext_lazy as _
 
 from audit_app.costs import estimate_cost
 from audit_app.models import AuditLog, LLMCall, ToolStatus
@@ -56,29 +58,29 @@ def audit_calls(user) -> QuerySet[AuditLog]:
 
 
 def _choices(choices) -> list[tuple[str, str]]:
-    return [("", "any"), *choices]
+    return [("", pgettext_lazy("any value of a filter", "any")), *choices]
 
 
 class SessionFilterForm(forms.Form):
     """The list's filters, shared by the page and the API so both answer the same question."""
 
-    q = forms.CharField(required=False, max_length=200, label="Search")
-    user = forms.CharField(required=False, max_length=150, help_text="username")
+    q = forms.CharField(required=False, max_length=200, label=_("Search"))
+    user = forms.CharField(required=False, max_length=150, help_text=_("username"))
     persona = forms.CharField(required=False, max_length=100)
     kind = forms.ChoiceField(required=False, choices=_choices(SessionKind.choices))
     status = forms.ChoiceField(required=False, choices=_choices(SessionStatus.choices))
     channel = forms.ChoiceField(required=False, choices=_choices(Channel.choices))
-    tool = forms.CharField(required=False, max_length=200, label="Tool used")
-    rejected = forms.BooleanField(required=False, label="Has a rejected proposal")
-    since = forms.DateTimeField(required=False, help_text="created at or after")
-    until = forms.DateTimeField(required=False, help_text="created before")
-    top = forms.BooleanField(required=False, label="Coordinator sessions only")
+    tool = forms.CharField(required=False, max_length=200, label=_("Tool used"))
+    rejected = forms.BooleanField(required=False, label=_("Has a rejected proposal"))
+    since = forms.DateTimeField(required=False, help_text=_("created at or after"))
+    until = forms.DateTimeField(required=False, help_text=_("created before"))
+    top = forms.BooleanField(required=False, label=_("Coordinator sessions only"))
 
     def clean(self):
         data = super().clean()
         since, until = data.get("since"), data.get("until")
         if since and until and since >= until:
-            raise forms.ValidationError("'since' must be earlier than 'until'.")
+            raise forms.ValidationError(gettext("'since' must be earlier than 'until'."))
         return data
 
 
@@ -157,7 +159,10 @@ def decode_cursor(cursor: str) -> tuple[datetime, int]:
     try:
         micros, pk = (int(part) for part in cursor.split("-", 1))
     except ValueError:
-        raise BadCursor(f"cursor {cursor!r} is not valid; use the 'next' link of the previous page") from None
+        raise BadCursor(
+            gettext("cursor %(cursor)s is not valid; use the 'next' link of the previous page")
+            % {"cursor": repr(cursor)}
+        ) from None
     return _EPOCH + timedelta(microseconds=micros), pk
 
 

@@ -1,22 +1,23 @@
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from ops_app.tenancy import TenantModel
 
 
 class SessionKind(models.TextChoices):
-    USER = "user", "User chat"
-    WORK = "work", "Worker task"
-    INVESTIGATION = "investigation", "Investigation"
+    USER = "user", _("User chat")
+    WORK = "work", _("Worker task")
+    INVESTIGATION = "investigation", _("Investigation")
 
 
 class SessionStatus(models.TextChoices):
-    IDLE = "idle", "Idle"  # a coordinator session between turns
-    PENDING = "pending", "Pending"
-    RUNNING = "running", "Running"
-    COMPLETED = "completed", "Completed"
-    FAILED = "failed", "Failed"
-    KILLED = "killed", "Killed"
+    IDLE = "idle", _("Idle")  # a coordinator session between turns
+    PENDING = "pending", _("Pending")
+    RUNNING = "running", _("Running")
+    COMPLETED = "completed", _("Completed")
+    FAILED = "failed", _("Failed")
+    KILLED = "killed", _("Killed")
 
 
 TERMINAL_STATUSES = (SessionStatus.COMPLETED, SessionStatus.FAILED, SessionStatus.KILLED)
@@ -28,7 +29,7 @@ MAX_MESSAGE_CHARS = 20000
 class Channel(models.TextChoices):
     WEB = "web", "Web"
     API = "api", "API"
-    CLI = "cli", "Command line"
+    CLI = "cli", _("Command line")
     SLACK = "slack", "Slack"
     TELEGRAM = "telegram", "Telegram"
     FEISHU = "feishu", "Feishu"
@@ -39,49 +40,68 @@ class ChatSession(TenantModel):
 
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL,
+        verbose_name=_("user"),
         null=True,
         blank=True,
         on_delete=models.SET_NULL,
         related_name="chat_sessions",
     )
-    agent_id = models.CharField(max_length=100, default="default")
+    agent_id = models.CharField(verbose_name=_("agent ID"), max_length=100, default="default")
     parent_session = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="children"
+        "self",
+        verbose_name=_("parent session"),
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="children",
     )
     root_session = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="descendants"
+        "self",
+        verbose_name=_("root session"),
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="descendants",
     )
-    kind = models.CharField(max_length=20, choices=SessionKind.choices, default=SessionKind.USER)
-    channel = models.CharField(max_length=20, choices=Channel.choices, default=Channel.WEB)
-    status = models.CharField(max_length=20, choices=SessionStatus.choices, default=SessionStatus.IDLE)
-    title = models.CharField(max_length=200, blank=True)
-    description = models.TextField(blank=True)
-    result = models.TextField(blank=True)
-    error = models.TextField(blank=True)
-    usage = models.JSONField(default=dict, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    closed_at = models.DateTimeField(null=True, blank=True)
+    kind = models.CharField(
+        verbose_name=_("kind"), max_length=20, choices=SessionKind.choices, default=SessionKind.USER
+    )
+    channel = models.CharField(
+        verbose_name=_("channel"), max_length=20, choices=Channel.choices, default=Channel.WEB
+    )
+    status = models.CharField(
+        verbose_name=_("status"), max_length=20, choices=SessionStatus.choices, default=SessionStatus.IDLE
+    )
+    title = models.CharField(verbose_name=_("title"), max_length=200, blank=True)
+    description = models.TextField(verbose_name=_("description"), blank=True)
+    result = models.TextField(verbose_name=_("result"), blank=True)
+    error = models.TextField(verbose_name=_("error"), blank=True)
+    usage = models.JSONField(verbose_name=_("usage"), default=dict, blank=True)
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
+    updated_at = models.DateTimeField(verbose_name=_("updated at"), auto_now=True)
+    started_at = models.DateTimeField(verbose_name=_("started at"), null=True, blank=True)
+    closed_at = models.DateTimeField(verbose_name=_("closed at"), null=True, blank=True)
     # Cross-process control. A stop request is a row flag every process can see; the process that
     # runs the session checks it before each LLM and tool call.
-    stop_requested_at = models.DateTimeField(null=True, blank=True)
+    stop_requested_at = models.DateTimeField(verbose_name=_("stop requested at"), null=True, blank=True)
     # Who stopped it, as the rows close with it: "stopped by alice".
-    stop_reason = models.CharField(max_length=200, blank=True)
+    stop_reason = models.CharField(verbose_name=_("stop reason"), max_length=200, blank=True)
     # Which process runs this session right now ("host:pid"), and when it last proved it is alive;
     # the reaper closes running rows whose owner is gone.
-    owner = models.CharField(max_length=200, blank=True)
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    owner = models.CharField(verbose_name=_("owner"), max_length=200, blank=True)
+    heartbeat_at = models.DateTimeField(verbose_name=_("heartbeat at"), null=True, blank=True)
     # The tool call that created this worker (AgentTool, or a gated call for the reviewer), so
     # pages and audit trees can hang the worker under the call that spawned it.
-    spawned_by_call = models.CharField(max_length=200, blank=True)
+    spawned_by_call = models.CharField(verbose_name=_("spawned by call"), max_length=200, blank=True)
     # One coordinator session per (user, chat thread): IM bridges key threads here.
-    thread_key = models.CharField(max_length=255, blank=True)
+    thread_key = models.CharField(verbose_name=_("thread key"), max_length=255, blank=True)
     # The language answers should be in when the surface that started the session has a default
     # (an IM app's reply language: "es", "fr", …); blank: as asked. Read by the prompt's reminder.
-    reply_language = models.CharField(max_length=20, blank=True)
+    reply_language = models.CharField(verbose_name=_("reply language"), max_length=20, blank=True)
 
     class Meta:
+        verbose_name = _("chat session")
+        verbose_name_plural = _("chat sessions")
         db_table = "chat_sessions"
         ordering = ["-created_at"]
         indexes = [
@@ -108,31 +128,37 @@ class ChatSession(TenantModel):
 
 
 class MessageRole(models.TextChoices):
-    USER = "user", "User"
-    ASSISTANT = "assistant", "Assistant"
-    TOOL = "tool", "Tool"
-    SYSTEM = "system", "System"
+    USER = "user", _("User")
+    ASSISTANT = "assistant", _("Assistant")
+    TOOL = "tool", _("Tool")
+    SYSTEM = "system", _("System")
 
 
 class MessageKind(models.TextChoices):
-    TEXT = "text", "Conversation"  # part of the model's history
-    NOTE = "note", "Intermediate note"  # SendMessage: shown to the user, not replayed to the model
-    ERROR = "error", "Error"  # a failed turn, shown as an error bubble
-    STOPPED = "stopped", "Stopped"  # a stopped turn: who stopped it and what was cut off; replayed
+    TEXT = "text", _("Conversation")  # part of the model's history
+    NOTE = "note", _("Intermediate note")  # SendMessage: shown to the user, not replayed to the model
+    ERROR = "error", _("Error")  # a failed turn, shown as an error bubble
+    STOPPED = "stopped", _("Stopped")  # a stopped turn: who stopped it and what was cut off; replayed
 
 
 class ChatMessage(models.Model):
-    session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="messages")
-    seq = models.PositiveIntegerField()
-    role = models.CharField(max_length=20, choices=MessageRole.choices)
-    kind = models.CharField(max_length=10, choices=MessageKind.choices, default=MessageKind.TEXT)
-    content = models.TextField(blank=True)
-    tool_calls = models.JSONField(default=list, blank=True)
-    tool_call_id = models.CharField(max_length=200, blank=True)
-    tokens = models.PositiveIntegerField(default=0)
-    created_at = models.DateTimeField(auto_now_add=True)
+    session = models.ForeignKey(
+        ChatSession, verbose_name=_("session"), on_delete=models.CASCADE, related_name="messages"
+    )
+    seq = models.PositiveIntegerField(verbose_name=_("seq"))
+    role = models.CharField(verbose_name=_("role"), max_length=20, choices=MessageRole.choices)
+    kind = models.CharField(
+        verbose_name=_("kind"), max_length=10, choices=MessageKind.choices, default=MessageKind.TEXT
+    )
+    content = models.TextField(verbose_name=_("content"), blank=True)
+    tool_calls = models.JSONField(verbose_name=_("tool calls"), default=list, blank=True)
+    tool_call_id = models.CharField(verbose_name=_("tool call ID"), max_length=200, blank=True)
+    tokens = models.PositiveIntegerField(verbose_name=_("tokens"), default=0)
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
 
     class Meta:
+        verbose_name = _("chat message")
+        verbose_name_plural = _("chat messages")
         db_table = "chat_messages"
         ordering = ["session", "seq"]
         constraints = [models.UniqueConstraint(fields=["session", "seq"], name="message_session_seq_uniq")]

@@ -1,4 +1,6 @@
 from django.contrib import admin, messages
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from im_app.connection import test_connection
 from im_app.models import IMApp, IMIdentity
@@ -20,7 +22,7 @@ class IMAppAdmin(TenantScopedAdmin):
             {"fields": ("organization", "name", "platform", "enabled", "connection_mode", "api_base_url")},
         ),
         (
-            "Credentials (write-only)",
+            _("Credentials (write-only)"),
             {
                 "fields": (
                     "bot_token",
@@ -34,8 +36,8 @@ class IMAppAdmin(TenantScopedAdmin):
                 )
             },
         ),
-        ("Who and where", {"fields": ("allow_from", "reply_language", "summary_channel")}),
-        ("Connection", {"fields": ("webhook_path", "webhook_url", "bot_identity")}),
+        (_("Who and where"), {"fields": ("allow_from", "reply_language", "summary_channel")}),
+        (_("Connection"), {"fields": ("webhook_path", "webhook_url", "bot_identity")}),
     )
 
     def get_fieldsets(self, request, obj=None):
@@ -47,27 +49,34 @@ class IMAppAdmin(TenantScopedAdmin):
         kept = tuple(field for field in first["fields"] if field != "organization")
         return ((first_name, {**first, "fields": kept}), *fieldsets[1:])
 
-    @admin.display(description="Webhook URL (path)")
+    @admin.display(description=_("Webhook URL (path)"))
     def webhook_url(self, obj: IMApp) -> str:
         if obj.pk is None:
-            return "Saved first."
+            return gettext("Saved first.")
         if obj.platform == "slack" and obj.connection_mode == "polling":
-            return "None: Socket Mode (manage.py ongrid_im connects to Slack with the app-level token)."
+            return gettext(
+                "None: Socket Mode (manage.py ongrid_im connects to Slack with the app-level token)."
+            )
         paths = {
             "telegram": f"/im/telegram/{obj.pk}/{obj.webhook_path}",
-            "slack": f"/im/slack/{obj.pk}/events  (interactivity: /im/slack/{obj.pk}/interactions, "
-            f"slash command /new: /im/slack/{obj.pk}/commands)",
+            "slack": f"/im/slack/{obj.pk}/events  ({gettext('interactivity')}: "
+            f"/im/slack/{obj.pk}/interactions, {gettext('slash command /new')}: /im/slack/{obj.pk}/commands)",
             "feishu": f"/im/feishu/{obj.pk}/events",
         }
         return paths.get(obj.platform, "")
 
-    @admin.action(description="Test connection (calls the platform's auth endpoint)")
+    @admin.action(description=_("Test connection (calls the platform's auth endpoint)"))
     def check_connection(self, request, queryset) -> None:
         for app in queryset:
             ok, answer = test_connection(app)
             level = messages.SUCCESS if ok else messages.ERROR
-            verdict = f"connected as {answer}" if ok else f"failed: {answer}"
-            self.message_user(request, f"{app.name}: {verdict}", level)
+            if ok:
+                verdict = gettext("%(app)s: connected as %(identity)s")
+            else:
+                verdict = gettext("%(app)s: failed: %(error)s")
+            self.message_user(
+                request, verdict % {"app": app.name, "identity": answer, "error": answer}, level
+            )
 
 
 @admin.register(IMIdentity)

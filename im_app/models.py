@@ -20,10 +20,10 @@ class Platform(models.TextChoices):
 
 
 class ConnectionMode(models.TextChoices):
-    WEBHOOK = "webhook", "Webhook (the platform calls Ongrid)"
+    WEBHOOK = "webhook", _("Webhook (the platform calls Ongrid)")
     POLLING = (
         "polling",
-        "Outbound only (Telegram long polling, Slack Socket Mode; run by manage.py ongrid_im)",
+        _("Outbound only (Telegram long polling, Slack Socket Mode; run by manage.py ongrid_im)"),
     )
 
 
@@ -43,37 +43,59 @@ class IMApp(TenantModel):
     """One bot: its platform, credentials (encrypted at rest, write-only in the admin), who may
     talk to it, and where it posts summaries."""
 
-    platform = models.CharField(max_length=20, choices=Platform.choices)
-    name = models.CharField(max_length=100, help_text=_("Display name, e.g. “Ops bot (Slack)”."))
-    enabled = models.BooleanField(default=True)
+    platform = models.CharField(verbose_name=_("platform"), max_length=20, choices=Platform.choices)
+    name = models.CharField(
+        verbose_name=_("name"), max_length=100, help_text=_("Display name, e.g. “Ops bot (Slack)”.")
+    )
+    enabled = models.BooleanField(verbose_name=_("enabled"), default=True)
     connection_mode = models.CharField(
-        max_length=20, choices=ConnectionMode.choices, default=ConnectionMode.WEBHOOK
+        verbose_name=_("connection mode"),
+        max_length=20,
+        choices=ConnectionMode.choices,
+        default=ConnectionMode.WEBHOOK,
     )
     api_base_url = models.URLField(
+        verbose_name=_("API base URL"),
         blank=True,
         help_text=_("The platform's API base URL; blank for the public one. Set it for a gateway."),
     )
-    bot_token = EncryptedTextField(blank=True, help_text=_("Slack xoxb- token, or Telegram bot token."))
-    signing_secret = EncryptedTextField(blank=True, help_text=_("Slack: the app's signing secret."))
+    bot_token = EncryptedTextField(
+        verbose_name=_("bot token"), blank=True, help_text=_("Slack xoxb- token, or Telegram bot token.")
+    )
+    signing_secret = EncryptedTextField(
+        verbose_name=_("signing secret"), blank=True, help_text=_("Slack: the app's signing secret.")
+    )
     app_token = EncryptedTextField(
+        verbose_name=_("app-level token"),
         blank=True,
         help_text=_("Slack Socket Mode: the app-level token (xapp-…) with the connections:write scope."),
     )
-    app_id = models.CharField(max_length=200, blank=True, help_text=_("Feishu: the app id (cli_…)."))
-    app_secret = EncryptedTextField(blank=True, help_text=_("Feishu: the app secret."))
-    verification_token = EncryptedTextField(blank=True, help_text=_("Feishu: the event verification token."))
-    encrypt_key = EncryptedTextField(blank=True, help_text=_("Feishu: the event encrypt key."))
+    app_id = models.CharField(
+        verbose_name=_("app ID"), max_length=200, blank=True, help_text=_("Feishu: the app id (cli_…).")
+    )
+    app_secret = EncryptedTextField(
+        verbose_name=_("app secret"), blank=True, help_text=_("Feishu: the app secret.")
+    )
+    verification_token = EncryptedTextField(
+        verbose_name=_("verification token"), blank=True, help_text=_("Feishu: the event verification token.")
+    )
+    encrypt_key = EncryptedTextField(
+        verbose_name=_("encrypt key"), blank=True, help_text=_("Feishu: the event encrypt key.")
+    )
     webhook_secret = EncryptedTextField(
+        verbose_name=_("webhook secret"),
         blank=True,
         help_text=_("Telegram: the secret_token given to setWebhook (letters, digits, _ and -)."),
     )
     webhook_path = models.CharField(
+        verbose_name=_("webhook path"),
         max_length=64,
         default=new_webhook_path,
         unique=True,
         help_text=_("Telegram: the unguessable last part of the webhook URL."),
     )
     allow_from = models.TextField(
+        verbose_name=_("allow from"),
         blank=True,
         help_text=_(
             "Platform user ids or chat ids allowed to talk to the bot, one per line or comma "
@@ -81,16 +103,25 @@ class IMApp(TenantModel):
         ),
     )
     reply_language = models.CharField(
-        max_length=20, blank=True, help_text=_("e.g. en, es, fr; blank: as asked.")
+        verbose_name=_("reply language"),
+        max_length=20,
+        blank=True,
+        help_text=_("e.g. en, es, fr; blank: as asked."),
     )
     summary_channel = models.CharField(
-        max_length=200, blank=True, help_text=_("Chat / channel id where investigation summaries are posted.")
+        verbose_name=_("summary channel"),
+        max_length=200,
+        blank=True,
+        help_text=_("Chat / channel id where investigation summaries are posted."),
     )
-    bot_identity = models.CharField(max_length=200, blank=True, editable=False)
-    created_at = models.DateTimeField(auto_now_add=True)
+    bot_identity = models.CharField(
+        verbose_name=_("bot identity"), max_length=200, blank=True, editable=False
+    )
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
 
     class Meta:
-        verbose_name = "IM app"
+        verbose_name = _("IM app")
+        verbose_name_plural = _("IM apps")
         ordering = ["organization", "name"]
 
     def __str__(self) -> str:
@@ -108,25 +139,30 @@ class IMIdentity(TenantModel):
     """A platform sender linked to an Ongrid user. Pending (no user) until the user confirms the
     one-time code from the web; the code is stored as a hash."""
 
-    app = models.ForeignKey(IMApp, on_delete=models.CASCADE, related_name="identities")
-    external_id = models.CharField(max_length=200)
-    display_name = models.CharField(max_length=200, blank=True)
+    app = models.ForeignKey(IMApp, verbose_name=_("app"), on_delete=models.CASCADE, related_name="identities")
+    external_id = models.CharField(verbose_name=_("external ID"), max_length=200)
+    display_name = models.CharField(verbose_name=_("display name"), max_length=200, blank=True)
     user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("user"),
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="+",
     )
-    code_digest = models.CharField(max_length=64, blank=True, db_index=True)
-    code_expires_at = models.DateTimeField(null=True, blank=True)
-    linked_at = models.DateTimeField(null=True, blank=True)
+    code_digest = models.CharField(verbose_name=_("code digest"), max_length=64, blank=True, db_index=True)
+    code_expires_at = models.DateTimeField(verbose_name=_("code expires at"), null=True, blank=True)
+    linked_at = models.DateTimeField(verbose_name=_("linked at"), null=True, blank=True)
 
     class Meta:
-        verbose_name = "IM identity"
-        verbose_name_plural = "IM identities"
+        verbose_name = _("IM identity")
+        verbose_name_plural = _("IM identities")
         constraints = [
             models.UniqueConstraint(fields=["app", "external_id"], name="im_identity_app_external_uniq")
         ]
 
     def __str__(self) -> str:
-        return f"{self.display_name or self.external_id} → {self.user or 'not linked'}"
+        return f"{self.display_name or self.external_id} → {self.user or _('not linked')}"
 
 
 class SeenDelivery(models.Model):
@@ -138,6 +174,8 @@ class SeenDelivery(models.Model):
     seen_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:
+        verbose_name = _("seen delivery")
+        verbose_name_plural = _("seen deliveries")
         constraints = [
             models.UniqueConstraint(fields=["app", "delivery_id"], name="im_seen_app_delivery_uniq")
         ]

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.utils import translation
 
 from incidents_app.access import visible_incidents
 from incidents_app.fragments import live_fragments, viewer_of
 from incidents_app.runner import incident_group
+from ops_app.languages import language_for_scope
 
 
 def may_see(user, incident_id: int) -> bool:
@@ -30,6 +32,7 @@ class IncidentConsumer(AsyncWebsocketConsumer):
             return
         self.incident_id = incident_id
         self.viewer = await database_sync_to_async(viewer_of)(user)
+        self.language = await database_sync_to_async(language_for_scope)(self.scope, user)
         self.group = incident_group(incident_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
@@ -46,5 +49,9 @@ class IncidentConsumer(AsyncWebsocketConsumer):
         await self._redraw()
 
     async def _redraw(self) -> None:
-        fragment = await database_sync_to_async(live_fragments)(self.incident_id, self.viewer)
-        await self.send(text_data=fragment)
+        await self.send(text_data=await database_sync_to_async(self._render)())
+
+    def _render(self) -> str:
+        """The live fragments in the viewer's language, as the page around them (docs/i18n.md)."""
+        with translation.override(self.language):
+            return live_fragments(self.incident_id, self.viewer)

@@ -17,15 +17,19 @@ class InvestigationPolicy(TenantModel):
     """When an organization's incidents are investigated on their own. Absent → the defaults below."""
 
     enabled = models.BooleanField(
-        default=True, help_text=_("Off: incidents are investigated only when someone presses Investigate.")
+        verbose_name=_("enabled"),
+        default=True,
+        help_text=_("Off: incidents are investigated only when someone presses Investigate."),
     )
     min_severity = models.CharField(
+        verbose_name=_("min severity"),
         max_length=10,
         choices=Severity.choices,
         default=Severity.HIGH,
         help_text=_("Investigate incidents of this severity or worse."),
     )
     label_matchers = models.JSONField(
+        verbose_name=_("label matchers"),
         default=dict,
         blank=True,
         help_text=_(
@@ -34,29 +38,44 @@ class InvestigationPolicy(TenantModel):
         ),
     )
     services = models.JSONField(
+        verbose_name=_("services"),
         default=list,
         blank=True,
         help_text=_("Only incidents affecting one of these services; [] matches all."),
     )
     cooldown_minutes = models.PositiveIntegerField(
-        default=60, help_text=_("A re-firing or flapping group is not re-investigated within this time.")
+        verbose_name=_("cooldown (minutes)"),
+        default=60,
+        help_text=_("A re-firing or flapping group is not re-investigated within this time."),
     )
     rerun_on_escalation = models.BooleanField(
-        default=False, help_text=_("Investigate again when an incident's severity rises.")
+        verbose_name=_("rerun on escalation"),
+        default=False,
+        help_text=_("Investigate again when an incident's severity rises."),
     )
-    max_concurrent = models.PositiveIntegerField(default=3, help_text=_("Investigations running at once."))
-    daily_max_investigations = models.PositiveIntegerField(default=50)
-    daily_max_tokens = models.PositiveIntegerField(default=2_000_000)
+    max_concurrent = models.PositiveIntegerField(
+        verbose_name=_("max. concurrent"), default=3, help_text=_("Investigations running at once.")
+    )
+    daily_max_investigations = models.PositiveIntegerField(
+        verbose_name=_("max. investigations per day"), default=50
+    )
+    daily_max_tokens = models.PositiveIntegerField(verbose_name=_("max. tokens per day"), default=2_000_000)
     webhook_url = models.URLField(
-        max_length=500, blank=True, help_text=_("Receives a signed JSON summary when an investigation ends.")
+        verbose_name=_("webhook URL"),
+        max_length=500,
+        blank=True,
+        help_text=_("Receives a signed JSON summary when an investigation ends."),
     )
     webhook_secret = EncryptedTextField(
-        blank=True, help_text=_("HMAC-SHA256 key for the X-Ongrid-Signature header; encrypted at rest.")
+        verbose_name=_("webhook secret"),
+        blank=True,
+        help_text=_("HMAC-SHA256 key for the X-Ongrid-Signature header; encrypted at rest."),
     )
-    updated_at = models.DateTimeField(auto_now=True)
+    updated_at = models.DateTimeField(verbose_name=_("updated at"), auto_now=True)
 
     class Meta:
-        verbose_name_plural = "investigation policies"
+        verbose_name = _("investigation policy")
+        verbose_name_plural = _("investigation policies")
         constraints = [
             models.UniqueConstraint(fields=["organization"], name="investigation_policy_one_per_org")
         ]
@@ -67,43 +86,66 @@ class InvestigationPolicy(TenantModel):
 
 class Investigation(TenantModel):
     class Status(models.TextChoices):
-        QUEUED = "queued", "Queued"
-        RUNNING = "running", "Running"
-        DONE = "done", "Done"
-        INCONCLUSIVE = "inconclusive", "Inconclusive"
-        FAILED = "failed", "Failed"
-        STOPPED = "stopped", "Stopped"
+        QUEUED = "queued", _("Queued")
+        RUNNING = "running", _("Running")
+        DONE = "done", _("Done")
+        INCONCLUSIVE = "inconclusive", _("Inconclusive")
+        FAILED = "failed", _("Failed")
+        STOPPED = "stopped", _("Stopped")
 
     class Trigger(models.TextChoices):
         ALERTMANAGER = "alertmanager", "Alertmanager"
-        ESCALATION = "escalation", "Escalation"
-        MANUAL = "manual", "A person"
-        BACKFILL = "backfill", "Backfill at startup"
+        ESCALATION = "escalation", _("Escalation")
+        MANUAL = "manual", _("A person")
+        BACKFILL = "backfill", _("Backfill at startup")
 
-    incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="investigations")
+    incident = models.ForeignKey(
+        Incident, verbose_name=_("incident"), on_delete=models.CASCADE, related_name="investigations"
+    )
     fingerprint = models.CharField(
-        max_length=64, blank=True, help_text=_("The incident's group fingerprint.")
+        verbose_name=_("fingerprint"),
+        max_length=64,
+        blank=True,
+        help_text=_("The incident's group fingerprint."),
     )
-    severity = models.CharField(max_length=10, choices=Severity.choices, default=Severity.WARNING)
+    severity = models.CharField(
+        verbose_name=_("severity"), max_length=10, choices=Severity.choices, default=Severity.WARNING
+    )
     session = models.OneToOneField(
-        "chat_app.ChatSession", null=True, blank=True, on_delete=models.SET_NULL, related_name="investigation"
+        "chat_app.ChatSession",
+        verbose_name=_("session"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="investigation",
     )
-    trigger = models.CharField(max_length=15, choices=Trigger.choices)
+    trigger = models.CharField(verbose_name=_("trigger"), max_length=15, choices=Trigger.choices)
     requested_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("requested by"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
     )
-    status = models.CharField(max_length=15, choices=Status.choices, default=Status.QUEUED)
-    report = models.JSONField(default=dict, blank=True, help_text=_("The validated RCA report."))
-    partial_findings = models.TextField(blank=True)
-    confidence = models.FloatField(null=True, blank=True)
-    error = models.TextField(blank=True)
-    stop_reason = models.CharField(max_length=300, blank=True)
-    tokens = models.PositiveIntegerField(default=0)
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
+    status = models.CharField(
+        verbose_name=_("status"), max_length=15, choices=Status.choices, default=Status.QUEUED
+    )
+    report = models.JSONField(
+        verbose_name=_("report"), default=dict, blank=True, help_text=_("The validated RCA report.")
+    )
+    partial_findings = models.TextField(verbose_name=_("partial findings"), blank=True)
+    confidence = models.FloatField(verbose_name=_("confidence"), null=True, blank=True)
+    error = models.TextField(verbose_name=_("error"), blank=True)
+    stop_reason = models.CharField(verbose_name=_("stop reason"), max_length=300, blank=True)
+    tokens = models.PositiveIntegerField(verbose_name=_("tokens"), default=0)
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
+    started_at = models.DateTimeField(verbose_name=_("started at"), null=True, blank=True)
+    finished_at = models.DateTimeField(verbose_name=_("finished at"), null=True, blank=True)
 
     class Meta:
+        verbose_name = _("investigation")
+        verbose_name_plural = _("investigations")
         ordering = ["-created_at", "-id"]
         indexes = [
             models.Index(

@@ -194,7 +194,7 @@ def token_issued_response(model_admin, request, obj, token: str, usage: list[str
     context = {
         **model_admin.admin_site.each_context(request),
         "opts": opts,
-        "title": f"New token of {obj}",
+        "title": gettext("New token of %(owner)s") % {"owner": obj},
         "token": token,
         "usage": usage,
         "example": example,
@@ -251,7 +251,8 @@ class AlertmanagerReceiverAdmin(TenantScopedAdmin):
             f'            credentials: "{token}"'
         )
         usage = [
-            f"Alertmanager posts to {url} with the header Authorization: Bearer <token>:",
+            gettext("Alertmanager posts to %(url)s with the header Authorization: Bearer <token>:")
+            % {"url": url},
         ]
         return token_issued_response(self, request, obj, token, usage, example)
 
@@ -289,7 +290,10 @@ class ApiTokenAdmin(admin.ModelAdmin):
         super().save_model(request, obj, form, change)
 
     def response_add(self, request, obj, post_url_continue=None):
-        usage = [f"It authenticates as {obj.user}: send it as the header Authorization: Token <token>."]
+        usage = [
+            gettext("It authenticates as %(user)s: send it as the header Authorization: Token <token>.")
+            % {"user": obj.user}
+        ]
         return token_issued_response(self, request, obj, obj.token, usage)
 
 
@@ -323,9 +327,9 @@ class KnowledgeDocumentForm(forms.ModelForm):
             data["source"] = data.get("source") or name
             data["title"] = data.get("title") or title
         if not (data.get("content") or "").strip():
-            raise forms.ValidationError("Paste the document's text or upload a file.")
+            raise forms.ValidationError(gettext("Paste the document's text or upload a file."))
         if not data.get("title"):
-            raise forms.ValidationError({"title": "A title is required."})
+            raise forms.ValidationError({"title": gettext("A title is required.")})
         data["source"] = data.get("source") or knowledge.safe_filename(data["title"]) + ".md"
         organization = data.get("organization") or getattr(self, "organization", None)
         clash = KnowledgeDocument.objects.filter(
@@ -333,7 +337,7 @@ class KnowledgeDocumentForm(forms.ModelForm):
         ).exclude(pk=self.instance.pk)
         if organization is not None and clash.exists():
             raise forms.ValidationError(
-                {"source": "Another document of this organization has this source name."}
+                {"source": gettext("Another document of this organization has this source name.")}
             )
         return data
 
@@ -379,7 +383,7 @@ class NameUniqueInOrganization:
     """A form mixin: the row's `name` must not clash with another row of its organization (the
     organization comes from the form, or is stamped by the tenant admin for org admins)."""
 
-    clash_message = "Another row of this organization has this name."
+    clash_message = _("Another row of this organization has this name.")
 
     def clean(self) -> dict:
         data = super().clean()
@@ -416,7 +420,7 @@ class DataSourceForm(NameUniqueInOrganization, forms.ModelForm):
             "timeout",
         ]
 
-    clash_message = "Another data source of this organization has this name."
+    clash_message = _("Another data source of this organization has this name.")
 
 
 @admin.register(DataSource)
@@ -475,7 +479,7 @@ class LLMEndpointForm(NameUniqueInOrganization, forms.ModelForm):
             "is_default",
         ]
 
-    clash_message = "Another endpoint of this organization has this name."
+    clash_message = _("Another endpoint of this organization has this name.")
 
 
 @admin.register(LLMEndpoint)
@@ -552,7 +556,7 @@ class McpServerForm(NameUniqueInOrganization, forms.ModelForm):
         stdio_edit = {"transport", "command"} & set(self.changed_data)
         if data.get("transport") == McpServer.Transport.STDIO and stdio_edit and not self.platform_staff:
             raise forms.ValidationError(
-                {"transport": "Only platform staff may configure an MCP server over stdio."}
+                {"transport": gettext("Only platform staff may configure an MCP server over stdio.")}
             )
         return data
 

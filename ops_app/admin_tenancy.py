@@ -18,6 +18,7 @@ from django.contrib.auth.admin import UserAdmin
 from django.contrib.auth.forms import AdminUserCreationForm, UserChangeForm
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
+from django.utils.translation import gettext_lazy as _
 
 from ops_app import roles
 from ops_app.admin_mixins import scoped_choices, visible_organizations, visible_users
@@ -30,9 +31,9 @@ User = get_user_model()
 # Fields of a user (or membership) only platform staff may set.
 PLATFORM_ONLY_FIELDS = ("is_superuser", "is_staff", "groups", "user_permissions", "organization")
 ROLE_CHOICES = [
-    (roles.MEMBER, "Member: chats"),
-    (roles.AUDITOR, "Auditor: also reads the organization's sessions and audit trail"),
-    (roles.ORG_ADMIN, "Org admin: also edits the organization's agents, estate and users"),
+    (roles.MEMBER, _("Member: chats")),
+    (roles.AUDITOR, _("Auditor: also reads the organization's sessions and audit trail")),
+    (roles.ORG_ADMIN, _("Org admin: also edits the organization's agents, estate and users")),
 ]
 
 
@@ -128,13 +129,13 @@ class OngridUserAdmin(UserAdmin):
 
     org_fieldsets = (
         (None, {"fields": ("username", "password")}),
-        ("Personal info", {"fields": ("first_name", "last_name", "email")}),
-        ("Role in your organization", {"fields": ("role", "is_active")}),
-        ("Important dates", {"fields": ("last_login", "date_joined")}),
+        (_("Personal info"), {"fields": ("first_name", "last_name", "email")}),
+        (_("Role in your organization"), {"fields": ("role", "is_active")}),
+        (_("Important dates"), {"fields": ("last_login", "date_joined")}),
     )
     org_add_fieldsets = (
         (None, {"classes": ("wide",), "fields": ("username", "usable_password", "password1", "password2")}),
-        ("Role in your organization", {"fields": ("role",)}),
+        (_("Role in your organization"), {"fields": ("role",)}),
     )
 
     def get_queryset(self, request):

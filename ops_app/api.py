@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.db import transaction
 from django.db.models import Count
+from django.utils.translation import gettext
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.parsers import FormParser, MultiPartParser
@@ -43,11 +44,14 @@ class KnowledgeUploadSerializer(serializers.Serializer):
     def validate(self, attrs: dict) -> dict:
         upload = attrs.get("file")
         if upload is None and not attrs.get("content"):
-            raise serializers.ValidationError("send a `file`, or `content` with a `filename`")
+            raise serializers.ValidationError(gettext("send a `file`, or `content` with a `filename`"))
         if upload is not None:
             if upload.size > knowledge.MAX_UPLOAD_BYTES:
                 raise serializers.ValidationError(
-                    {"file": f"the file is {upload.size} bytes; the limit is {knowledge.MAX_UPLOAD_BYTES}"}
+                    {
+                        "file": gettext("the file is %(size)s bytes; the limit is %(limit)s")
+                        % {"size": upload.size, "limit": knowledge.MAX_UPLOAD_BYTES}
+                    }
                 )
             name, data = upload.name, upload.read()
         else:
@@ -101,10 +105,12 @@ class KnowledgeView(APIView):
     def post(self, request: Request) -> Response:
         organization = organization_of(request.user)
         if organization is None:
-            return Response({"detail": "you belong to no organization"}, status=status.HTTP_403_FORBIDDEN)
+            return Response(
+                {"detail": gettext("you belong to no organization")}, status=status.HTTP_403_FORBIDDEN
+            )
         if not request.user.has_perm("ops_app.add_knowledgedocument"):
             return Response(
-                {"detail": "only organization admins can add knowledge documents"},
+                {"detail": gettext("only organization admins can add knowledge documents")},
                 status=status.HTTP_403_FORBIDDEN,
             )
         upload = KnowledgeUploadSerializer(data=request.data)

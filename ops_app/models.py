@@ -8,6 +8,7 @@ from django.core.validators import RegexValidator
 from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from ops_app import roles
 from ops_app.encryption import EncryptedTextField, new_token, token_digest
@@ -17,18 +18,21 @@ from ops_app.tenancy import TenantModel
 class Organization(models.Model):
     """A tenant. Every estate, session and audit row belongs to exactly one."""
 
-    name = models.CharField(max_length=200, unique=True)
-    slug = models.SlugField(max_length=80, unique=True)
+    name = models.CharField(verbose_name=_("name"), max_length=200, unique=True)
+    slug = models.SlugField(verbose_name=_("slug"), max_length=80, unique=True)
     timezone = models.CharField(
+        verbose_name=_("timezone"),
         max_length=64,
         default="UTC",
         help_text=_(
             "IANA zone the organization works in (e.g. Europe/Madrid): new schedules run on its clock."
         ),
     )
-    created_at = models.DateTimeField(auto_now_add=True)
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
 
     class Meta:
+        verbose_name = _("organization")
+        verbose_name_plural = _("organizations")
         ordering = ["name"]
 
     def __str__(self) -> str:
@@ -36,21 +40,29 @@ class Organization(models.Model):
 
     def clean(self) -> None:
         if self.timezone not in available_timezones():
-            raise ValidationError({"timezone": f"Unknown time zone {self.timezone!r}."})
+            raise ValidationError(
+                {"timezone": _("Unknown time zone %(zone)s.") % {"zone": repr(self.timezone)}}
+            )
 
 
 class Membership(models.Model):
     """Ties a user to exactly one organization. The role is the user's group (see ops_app.roles)."""
 
-    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="membership")
-    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="memberships")
-    created_at = models.DateTimeField(auto_now_add=True)
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, verbose_name=_("user"), on_delete=models.CASCADE, related_name="membership"
+    )
+    organization = models.ForeignKey(
+        Organization, verbose_name=_("organization"), on_delete=models.CASCADE, related_name="memberships"
+    )
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
     timezone = models.CharField(
+        verbose_name=_("timezone"),
         max_length=64,
         blank=True,
         help_text=_("IANA zone the pages show times in (e.g. Europe/Madrid); blank: the browser's own zone."),
     )
     language = models.CharField(
+        verbose_name=_("language"),
         max_length=16,
         blank=True,
         help_text=_(
@@ -59,6 +71,8 @@ class Membership(models.Model):
     )
 
     class Meta:
+        verbose_name = _("membership")
+        verbose_name_plural = _("memberships")
         indexes = [models.Index(fields=["organization"], name="membership_org_idx")]
 
     def __str__(self) -> str:
@@ -77,43 +91,58 @@ class Device(TenantModel):
     """A host (or appliance) of the managed estate. Host tools reach it through `transport`."""
 
     class Kind(models.TextChoices):
-        SERVER = "server", "Server"
-        VM = "vm", "Virtual machine"
-        CONTAINER = "container", "Container"
-        DATABASE = "database", "Database"
-        NETWORK = "network", "Network device"
-        OTHER = "other", "Other"
+        SERVER = "server", _("Server")
+        VM = "vm", _("Virtual machine")
+        CONTAINER = "container", _("Container")
+        DATABASE = "database", _("Database")
+        NETWORK = "network", _("Network device")
+        OTHER = "other", _("Other")
 
     class Transport(models.TextChoices):
-        LOCAL = "local", "Local (the Ongrid host itself)"
+        LOCAL = "local", _("Local (the Ongrid host itself)")
         SSH = "ssh", "SSH"
 
     class KnownHosts(models.TextChoices):
-        STRICT = "strict", "Strict: the host key must be in the known-hosts text"
-        ACCEPT_NEW = "accept-new", "Trust on first use"
-        IGNORE = "ignore", "Do not check (lab use only)"
+        STRICT = "strict", _("Strict: the host key must be in the known-hosts text")
+        ACCEPT_NEW = "accept-new", _("Trust on first use")
+        IGNORE = "ignore", _("Do not check (lab use only)")
 
-    name = models.CharField(max_length=200)
-    address = models.CharField(max_length=255, blank=True, help_text=_("Host name or IP address."))
-    kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.SERVER)
-    labels = models.JSONField(default=dict, blank=True)
-    transport = models.CharField(max_length=10, choices=Transport.choices, default=Transport.SSH)
-    ssh_port = models.PositiveIntegerField(default=22)
-    ssh_username = models.CharField(max_length=100, blank=True)
+    name = models.CharField(verbose_name=_("name"), max_length=200)
+    address = models.CharField(
+        verbose_name=_("address"), max_length=255, blank=True, help_text=_("Host name or IP address.")
+    )
+    kind = models.CharField(verbose_name=_("kind"), max_length=20, choices=Kind.choices, default=Kind.SERVER)
+    labels = models.JSONField(verbose_name=_("labels"), default=dict, blank=True)
+    transport = models.CharField(
+        verbose_name=_("transport"), max_length=10, choices=Transport.choices, default=Transport.SSH
+    )
+    ssh_port = models.PositiveIntegerField(verbose_name=_("SSH port"), default=22)
+    ssh_username = models.CharField(verbose_name=_("SSH username"), max_length=100, blank=True)
     ssh_private_key = EncryptedTextField(
-        blank=True, help_text=_("PEM/OpenSSH private key; encrypted at rest, never logged.")
+        verbose_name=_("SSH private key"),
+        blank=True,
+        help_text=_("PEM/OpenSSH private key; encrypted at rest, never logged."),
     )
-    ssh_password = EncryptedTextField(blank=True, help_text=_("Used when no key is set; encrypted at rest."))
-    ssh_known_hosts = models.TextField(blank=True, help_text=_("known_hosts lines for the strict policy."))
+    ssh_password = EncryptedTextField(
+        verbose_name=_("SSH password"), blank=True, help_text=_("Used when no key is set; encrypted at rest.")
+    )
+    ssh_known_hosts = models.TextField(
+        verbose_name=_("SSH known hosts"), blank=True, help_text=_("known_hosts lines for the strict policy.")
+    )
     ssh_host_key_policy = models.CharField(
-        max_length=20, choices=KnownHosts.choices, default=KnownHosts.STRICT
+        verbose_name=_("SSH host-key policy"),
+        max_length=20,
+        choices=KnownHosts.choices,
+        default=KnownHosts.STRICT,
     )
-    online = models.BooleanField(default=True)
-    last_seen_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    online = models.BooleanField(verbose_name=_("online"), default=True)
+    last_seen_at = models.DateTimeField(verbose_name=_("last seen at"), null=True, blank=True)
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
+    updated_at = models.DateTimeField(verbose_name=_("updated at"), auto_now=True)
 
     class Meta:
+        verbose_name = _("device")
+        verbose_name_plural = _("devices")
         ordering = ["name"]
         constraints = [models.UniqueConstraint(fields=["organization", "name"], name="device_org_name_uniq")]
 
@@ -124,10 +153,10 @@ class Device(TenantModel):
 class Severity(models.TextChoices):
     """Shared by incidents, alerts and rules; ordered from worst to mildest."""
 
-    CRITICAL = "critical", "Critical"
-    HIGH = "high", "High"
-    WARNING = "warning", "Warning"
-    INFO = "info", "Info"
+    CRITICAL = "critical", _("Critical")
+    HIGH = "high", _("High")
+    WARNING = "warning", _("Warning")
+    INFO = "info", _("Info")
 
 
 SEVERITY_RANK = {Severity.CRITICAL: 0, Severity.HIGH: 1, Severity.WARNING: 2, Severity.INFO: 3}
@@ -142,13 +171,15 @@ class AlertmanagerReceiver(TenantModel):
 
     TOKEN_PREFIX = "oga_"
 
-    name = models.CharField(max_length=100, default="alertmanager")
-    token_hash = models.CharField(max_length=64, unique=True, editable=False)
-    enabled = models.BooleanField(default=True)
-    last_delivery_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    name = models.CharField(verbose_name=_("name"), max_length=100, default="alertmanager")
+    token_hash = models.CharField(verbose_name=_("token hash"), max_length=64, unique=True, editable=False)
+    enabled = models.BooleanField(verbose_name=_("enabled"), default=True)
+    last_delivery_at = models.DateTimeField(verbose_name=_("last delivery at"), null=True, blank=True)
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
 
     class Meta:
+        verbose_name = _("Alertmanager receiver")
+        verbose_name_plural = _("Alertmanager receivers")
         ordering = ["name"]
 
     def __str__(self) -> str:
@@ -180,16 +211,23 @@ class ApiToken(models.Model):
 
     TOKEN_PREFIX = "ogt_"
 
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
-    name = models.CharField(max_length=100, blank=True, help_text=_("What the token is for."))
-    key_hash = models.CharField(max_length=64, unique=True, editable=False)
-    hint = models.CharField(max_length=12, editable=False, help_text=_("The token's first characters."))
-    created_at = models.DateTimeField(default=timezone.now, editable=False)
-    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, verbose_name=_("user"), on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    name = models.CharField(
+        verbose_name=_("name"), max_length=100, blank=True, help_text=_("What the token is for.")
+    )
+    key_hash = models.CharField(verbose_name=_("key hash"), max_length=64, unique=True, editable=False)
+    hint = models.CharField(
+        verbose_name=_("hint"), max_length=12, editable=False, help_text=_("The token's first characters.")
+    )
+    created_at = models.DateTimeField(verbose_name=_("created at"), default=timezone.now, editable=False)
+    last_used_at = models.DateTimeField(verbose_name=_("last used at"), null=True, blank=True, editable=False)
 
     class Meta:
+        verbose_name = _("API token")
+        verbose_name_plural = _("API tokens")
         ordering = ["-created_at"]
-        verbose_name = "API token"
 
     def __str__(self) -> str:
         return f"{self.hint}… ({self.name or self.user})"
@@ -220,35 +258,51 @@ class Incident(TenantModel):
     """Something wrong in the estate, usually one Alertmanager group of alerts."""
 
     class Status(models.TextChoices):
-        FIRING = "firing", "Firing"
-        ACKNOWLEDGED = "acknowledged", "Acknowledged"
-        RESOLVED = "resolved", "Resolved"
+        FIRING = "firing", _("Firing")
+        ACKNOWLEDGED = "acknowledged", _("Acknowledged")
+        RESOLVED = "resolved", _("Resolved")
 
     class Source(models.TextChoices):
         ALERTMANAGER = "alertmanager", "Alertmanager"
-        MANUAL = "manual", "Manual"
-        DEMO = "demo", "Demo estate"
+        MANUAL = "manual", _("Manual")
+        DEMO = "demo", _("Demo estate")
 
-    title = models.CharField(max_length=300)
-    summary = models.TextField(blank=True)
-    severity = models.CharField(max_length=10, choices=Severity.choices, default=Severity.WARNING)
-    status = models.CharField(max_length=15, choices=Status.choices, default=Status.FIRING)
-    started_at = models.DateTimeField()
-    acknowledged_at = models.DateTimeField(null=True, blank=True)
-    resolved_at = models.DateTimeField(null=True, blank=True)
-    affected_services = models.JSONField(default=list, blank=True)
+    title = models.CharField(verbose_name=_("title"), max_length=300)
+    summary = models.TextField(verbose_name=_("summary"), blank=True)
+    severity = models.CharField(
+        verbose_name=_("severity"), max_length=10, choices=Severity.choices, default=Severity.WARNING
+    )
+    status = models.CharField(
+        verbose_name=_("status"), max_length=15, choices=Status.choices, default=Status.FIRING
+    )
+    started_at = models.DateTimeField(verbose_name=_("started at"))
+    acknowledged_at = models.DateTimeField(verbose_name=_("acknowledged at"), null=True, blank=True)
+    resolved_at = models.DateTimeField(verbose_name=_("resolved at"), null=True, blank=True)
+    affected_services = models.JSONField(verbose_name=_("affected services"), default=list, blank=True)
     device = models.ForeignKey(
-        Device, null=True, blank=True, on_delete=models.SET_NULL, related_name="incidents"
+        Device,
+        verbose_name=_("device"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="incidents",
     )
-    source = models.CharField(max_length=20, choices=Source.choices, default=Source.MANUAL)
+    source = models.CharField(
+        verbose_name=_("source"), max_length=20, choices=Source.choices, default=Source.MANUAL
+    )
     fingerprint = models.CharField(
-        max_length=64, blank=True, help_text=_("Hash of the Alertmanager group key.")
+        verbose_name=_("fingerprint"),
+        max_length=64,
+        blank=True,
+        help_text=_("Hash of the Alertmanager group key."),
     )
-    group_key = models.TextField(blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    group_key = models.TextField(verbose_name=_("group key"), blank=True)
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
+    updated_at = models.DateTimeField(verbose_name=_("updated at"), auto_now=True)
 
     class Meta:
+        verbose_name = _("incident")
+        verbose_name_plural = _("incidents")
         ordering = ["-started_at"]
         indexes = [
             models.Index(fields=["organization", "status", "-started_at"], name="incident_org_status_idx"),
@@ -284,24 +338,35 @@ class Alert(TenantModel):
     """One Alertmanager alert instance: a label set (fingerprint) that started firing at `starts_at`."""
 
     class Status(models.TextChoices):
-        FIRING = "firing", "Firing"
-        RESOLVED = "resolved", "Resolved"
+        FIRING = "firing", pgettext_lazy("alert status", "Firing")
+        RESOLVED = "resolved", pgettext_lazy("alert status", "Resolved")
 
     incident = models.ForeignKey(
-        Incident, null=True, blank=True, on_delete=models.SET_NULL, related_name="alerts"
+        Incident,
+        verbose_name=_("incident"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="alerts",
     )
-    name = models.CharField(max_length=200, help_text=_("The alertname label."))
-    fingerprint = models.CharField(max_length=64)
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.FIRING)
-    severity = models.CharField(max_length=10, choices=Severity.choices, default=Severity.WARNING)
-    labels = models.JSONField(default=dict, blank=True)
-    annotations = models.JSONField(default=dict, blank=True)
-    starts_at = models.DateTimeField()
-    ends_at = models.DateTimeField(null=True, blank=True)
-    generator_url = models.URLField(max_length=1000, blank=True)
-    received_at = models.DateTimeField(auto_now=True)
+    name = models.CharField(verbose_name=_("name"), max_length=200, help_text=_("The alertname label."))
+    fingerprint = models.CharField(verbose_name=_("fingerprint"), max_length=64)
+    status = models.CharField(
+        verbose_name=_("status"), max_length=10, choices=Status.choices, default=Status.FIRING
+    )
+    severity = models.CharField(
+        verbose_name=_("severity"), max_length=10, choices=Severity.choices, default=Severity.WARNING
+    )
+    labels = models.JSONField(verbose_name=_("labels"), default=dict, blank=True)
+    annotations = models.JSONField(verbose_name=_("annotations"), default=dict, blank=True)
+    starts_at = models.DateTimeField(verbose_name=_("starts at"))
+    ends_at = models.DateTimeField(verbose_name=_("ends at"), null=True, blank=True)
+    generator_url = models.URLField(verbose_name=_("generator URL"), max_length=1000, blank=True)
+    received_at = models.DateTimeField(verbose_name=_("received at"), auto_now=True)
 
     class Meta:
+        verbose_name = _("alert")
+        verbose_name_plural = _("alerts")
         ordering = ["-starts_at"]
         constraints = [
             models.UniqueConstraint(
@@ -321,22 +386,30 @@ class AlertRule(TenantModel):
     """An alerting rule as the estate defines it (Prometheus's live rules are read by the tool)."""
 
     class Source(models.TextChoices):
-        MANUAL = "manual", "Manual"
+        MANUAL = "manual", _("Manual")
         PROMETHEUS = "prometheus", "Prometheus"
-        DEMO = "demo", "Demo estate"
+        DEMO = "demo", _("Demo estate")
 
-    name = models.CharField(max_length=200)
-    expression = models.TextField(help_text=_("PromQL expression."))
-    for_duration = models.CharField(max_length=20, blank=True, default="", help_text=_('e.g. "5m".'))
-    severity = models.CharField(max_length=10, choices=Severity.choices, default=Severity.WARNING)
-    labels = models.JSONField(default=dict, blank=True)
-    annotations = models.JSONField(default=dict, blank=True)
-    source = models.CharField(max_length=20, choices=Source.choices, default=Source.MANUAL)
-    enabled = models.BooleanField(default=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    name = models.CharField(verbose_name=_("name"), max_length=200)
+    expression = models.TextField(verbose_name=_("expression"), help_text=_("PromQL expression."))
+    for_duration = models.CharField(
+        verbose_name=_("for"), max_length=20, blank=True, default="", help_text=_('e.g. "5m".')
+    )
+    severity = models.CharField(
+        verbose_name=_("severity"), max_length=10, choices=Severity.choices, default=Severity.WARNING
+    )
+    labels = models.JSONField(verbose_name=_("labels"), default=dict, blank=True)
+    annotations = models.JSONField(verbose_name=_("annotations"), default=dict, blank=True)
+    source = models.CharField(
+        verbose_name=_("source"), max_length=20, choices=Source.choices, default=Source.MANUAL
+    )
+    enabled = models.BooleanField(verbose_name=_("enabled"), default=True)
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
+    updated_at = models.DateTimeField(verbose_name=_("updated at"), auto_now=True)
 
     class Meta:
+        verbose_name = _("alert rule")
+        verbose_name_plural = _("alert rules")
         ordering = ["name"]
         constraints = [
             models.UniqueConstraint(fields=["organization", "name"], name="alertrule_org_name_uniq")
@@ -350,24 +423,36 @@ class ChangeEvent(TenantModel):
     """Who changed what, when: written automatically for tracked models (ops_app.change_events)."""
 
     class Action(models.TextChoices):
-        CREATE = "create", "Created"
-        UPDATE = "update", "Changed"
-        DELETE = "delete", "Deleted"
+        CREATE = "create", _("Created")
+        UPDATE = "update", _("Changed")
+        DELETE = "delete", _("Deleted")
 
-    occurred_at = models.DateTimeField()
+    occurred_at = models.DateTimeField(verbose_name=_("occurred at"))
     actor = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("actor"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
     )
-    actor_name = models.CharField(max_length=150, blank=True, help_text=_("Kept when the user is deleted."))
-    action = models.CharField(max_length=10, choices=Action.choices)
-    resource_type = models.CharField(max_length=50)
-    resource_id = models.CharField(max_length=64)
-    resource_name = models.CharField(max_length=300, blank=True)
-    summary = models.CharField(max_length=500, blank=True)
-    before = models.JSONField(default=dict, blank=True)
-    after = models.JSONField(default=dict, blank=True)
+    actor_name = models.CharField(
+        verbose_name=_("actor name"),
+        max_length=150,
+        blank=True,
+        help_text=_("Kept when the user is deleted."),
+    )
+    action = models.CharField(verbose_name=_("action"), max_length=10, choices=Action.choices)
+    resource_type = models.CharField(verbose_name=_("resource type"), max_length=50)
+    resource_id = models.CharField(verbose_name=_("resource ID"), max_length=64)
+    resource_name = models.CharField(verbose_name=_("resource name"), max_length=300, blank=True)
+    summary = models.CharField(verbose_name=_("summary"), max_length=500, blank=True)
+    before = models.JSONField(verbose_name=_("before"), default=dict, blank=True)
+    after = models.JSONField(verbose_name=_("after"), default=dict, blank=True)
 
     class Meta:
+        verbose_name = _("change event")
+        verbose_name_plural = _("change events")
         ordering = ["-occurred_at"]
         indexes = [
             models.Index(fields=["organization", "-occurred_at"], name="change_org_when_idx"),
@@ -382,26 +467,33 @@ class TopologyNode(TenantModel):
     """A vertex of the service graph: a service, host, database, queue..."""
 
     class Kind(models.TextChoices):
-        SERVICE = "service", "Service"
-        HOST = "host", "Host"
-        DATABASE = "database", "Database"
-        CACHE = "cache", "Cache"
-        QUEUE = "queue", "Queue"
-        LOAD_BALANCER = "load_balancer", "Load balancer"
-        EXTERNAL = "external", "External dependency"
-        OTHER = "other", "Other"
+        SERVICE = "service", _("Service")
+        HOST = "host", _("Host")
+        DATABASE = "database", _("Database")
+        CACHE = "cache", _("Cache")
+        QUEUE = "queue", _("Queue")
+        LOAD_BALANCER = "load_balancer", _("Load balancer")
+        EXTERNAL = "external", _("External dependency")
+        OTHER = "other", _("Other")
 
-    name = models.CharField(max_length=200)
-    kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.SERVICE)
-    labels = models.JSONField(default=dict, blank=True)
-    description = models.TextField(blank=True)
+    name = models.CharField(verbose_name=_("name"), max_length=200)
+    kind = models.CharField(verbose_name=_("kind"), max_length=20, choices=Kind.choices, default=Kind.SERVICE)
+    labels = models.JSONField(verbose_name=_("labels"), default=dict, blank=True)
+    description = models.TextField(verbose_name=_("description"), blank=True)
     device = models.ForeignKey(
-        Device, null=True, blank=True, on_delete=models.SET_NULL, related_name="topology_nodes"
+        Device,
+        verbose_name=_("device"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="topology_nodes",
     )
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
+    updated_at = models.DateTimeField(verbose_name=_("updated at"), auto_now=True)
 
     class Meta:
+        verbose_name = _("topology node")
+        verbose_name_plural = _("topology nodes")
         ordering = ["name"]
         constraints = [
             models.UniqueConstraint(fields=["organization", "name"], name="toponode_org_name_uniq")
@@ -414,14 +506,22 @@ class TopologyNode(TenantModel):
 class TopologyEdge(TenantModel):
     """`source` calls / depends on `target`: traffic flows from source to target (downstream)."""
 
-    source = models.ForeignKey(TopologyNode, on_delete=models.CASCADE, related_name="outgoing")
-    target = models.ForeignKey(TopologyNode, on_delete=models.CASCADE, related_name="incoming")
-    protocol = models.CharField(max_length=30, blank=True, help_text=_("http, grpc, postgresql, amqp..."))
-    description = models.CharField(max_length=300, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    source = models.ForeignKey(
+        TopologyNode, verbose_name=_("source"), on_delete=models.CASCADE, related_name="outgoing"
+    )
+    target = models.ForeignKey(
+        TopologyNode, verbose_name=_("target"), on_delete=models.CASCADE, related_name="incoming"
+    )
+    protocol = models.CharField(
+        verbose_name=_("protocol"), max_length=30, blank=True, help_text=_("http, grpc, postgresql, amqp...")
+    )
+    description = models.CharField(verbose_name=_("description"), max_length=300, blank=True)
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
+    updated_at = models.DateTimeField(verbose_name=_("updated at"), auto_now=True)
 
     class Meta:
+        verbose_name = _("topology edge")
+        verbose_name_plural = _("topology edges")
         ordering = ["source__name", "target__name"]
         constraints = [
             models.UniqueConstraint(fields=["source", "target", "protocol"], name="topoedge_uniq"),
@@ -437,7 +537,7 @@ class TopologyEdge(TenantModel):
     def clean(self) -> None:
         for end in (self.source, self.target):
             if end is not None and self.organization_id and end.organization_id != self.organization_id:
-                raise ValidationError("Both ends of an edge must belong to the edge's organization.")
+                raise ValidationError(_("Both ends of an edge must belong to the edge's organization."))
 
 
 class KnowledgeDocument(TenantModel):
@@ -448,21 +548,27 @@ class KnowledgeDocument(TenantModel):
     """
 
     class Source(models.TextChoices):
-        VAULT = "vault", "Vault runbook"
-        UPLOAD = "upload", "Upload"
+        VAULT = "vault", _("Vault runbook")
+        UPLOAD = "upload", _("Upload")
 
-    title = models.CharField(max_length=300)
-    source_kind = models.CharField(max_length=10, choices=Source.choices, default=Source.UPLOAD)
-    source = models.CharField(
-        max_length=500, help_text=_("Path inside the vault, or the uploaded file's name.")
+    title = models.CharField(verbose_name=_("title"), max_length=300)
+    source_kind = models.CharField(
+        verbose_name=_("source kind"), max_length=10, choices=Source.choices, default=Source.UPLOAD
     )
-    content = models.TextField(help_text=_("Markdown or plain text."))
-    content_hash = models.CharField(max_length=64, editable=False)
-    indexed_hash = models.CharField(max_length=64, blank=True, editable=False)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    source = models.CharField(
+        verbose_name=_("source"),
+        max_length=500,
+        help_text=_("Path inside the vault, or the uploaded file's name."),
+    )
+    content = models.TextField(verbose_name=_("content"), help_text=_("Markdown or plain text."))
+    content_hash = models.CharField(verbose_name=_("content hash"), max_length=64, editable=False)
+    indexed_hash = models.CharField(verbose_name=_("indexed hash"), max_length=64, blank=True, editable=False)
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
+    updated_at = models.DateTimeField(verbose_name=_("updated at"), auto_now=True)
 
     class Meta:
+        verbose_name = _("knowledge document")
+        verbose_name_plural = _("knowledge documents")
         ordering = ["title"]
         constraints = [
             models.UniqueConstraint(
@@ -496,6 +602,8 @@ class KnowledgePassage(TenantModel):
     search_text = models.TextField()
 
     class Meta:
+        verbose_name = _("knowledge passage")
+        verbose_name_plural = _("knowledge passages")
         ordering = ["document", "position"]
         constraints = [
             models.UniqueConstraint(fields=["document", "position"], name="knowledge_passage_position_uniq")
@@ -518,31 +626,50 @@ class DataSource(TenantModel):
         ALERTMANAGER = "alertmanager", "Alertmanager"
 
     class Auth(models.TextChoices):
-        NONE = "none", "None"
-        BEARER = "bearer", "Bearer token"
-        BASIC = "basic", "Basic (user name and password)"
-        HEADERS = "headers", "Custom headers"
+        NONE = "none", _("None")
+        BEARER = "bearer", _("Bearer token")
+        BASIC = "basic", _("Basic (user name and password)")
+        HEADERS = "headers", _("Custom headers")
 
     name = models.SlugField(
-        max_length=60, help_text=_("How agents name it (the tools' `datasource` argument), e.g. prod-eu.")
+        verbose_name=_("name"),
+        max_length=60,
+        help_text=_("How agents name it (the tools' `datasource` argument), e.g. prod-eu."),
     )
-    kind = models.CharField(max_length=20, choices=Kind.choices)
-    url = models.URLField(max_length=500, help_text=_("Base URL, e.g. http://prometheus:9090"))
-    auth = models.CharField(max_length=10, choices=Auth.choices, default=Auth.NONE)
-    username = models.CharField(max_length=200, blank=True, help_text=_("Basic authentication only."))
-    secret = EncryptedTextField(blank=True, help_text=_("The bearer token or the basic-auth password."))
+    kind = models.CharField(verbose_name=_("kind"), max_length=20, choices=Kind.choices)
+    url = models.URLField(
+        verbose_name=_("URL"), max_length=500, help_text=_("Base URL, e.g. http://prometheus:9090")
+    )
+    auth = models.CharField(verbose_name=_("auth"), max_length=10, choices=Auth.choices, default=Auth.NONE)
+    username = models.CharField(
+        verbose_name=_("username"), max_length=200, blank=True, help_text=_("Basic authentication only.")
+    )
+    secret = EncryptedTextField(
+        verbose_name=_("secret"), blank=True, help_text=_("The bearer token or the basic-auth password.")
+    )
     custom_headers = EncryptedTextField(
+        verbose_name=_("custom headers"),
         blank=True,
         help_text=_("Custom headers only: one `Name: value` per line (e.g. X-Scope-OrgID: team-a)."),
     )
-    verify_tls = models.BooleanField(default=True, help_text=_("Check the server's TLS certificate."))
-    ca_bundle = models.TextField(blank=True, help_text=_("PEM certificates to trust (a private CA)."))
-    timeout = models.FloatField(default=10.0, help_text=_("Seconds per request."))
-    is_default = models.BooleanField(default=False, help_text=_("The one the tools use when none is named."))
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    verify_tls = models.BooleanField(
+        verbose_name=_("verify TLS"), default=True, help_text=_("Check the server's TLS certificate.")
+    )
+    ca_bundle = models.TextField(
+        verbose_name=_("CA bundle"), blank=True, help_text=_("PEM certificates to trust (a private CA).")
+    )
+    timeout = models.FloatField(
+        verbose_name=_("timeout (seconds)"), default=10.0, help_text=_("Seconds per request.")
+    )
+    is_default = models.BooleanField(
+        verbose_name=_("default"), default=False, help_text=_("The one the tools use when none is named.")
+    )
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
+    updated_at = models.DateTimeField(verbose_name=_("updated at"), auto_now=True)
 
     class Meta:
+        verbose_name = _("data source")
+        verbose_name_plural = _("data sources")
         ordering = ["kind", "name"]
         constraints = [
             models.UniqueConstraint(fields=["organization", "name"], name="datasource_org_name_unique"),
@@ -558,9 +685,9 @@ class DataSource(TenantModel):
 
     def clean(self) -> None:
         if self.timeout is not None and not 0.5 <= self.timeout <= 300:
-            raise ValidationError({"timeout": "Between 0.5 and 300 seconds."})
+            raise ValidationError({"timeout": _("Between 0.5 and 300 seconds.")})
         if self.auth == self.Auth.BASIC and not self.username:
-            raise ValidationError({"username": "Basic authentication needs a user name."})
+            raise ValidationError({"username": _("Basic authentication needs a user name.")})
 
 
 class LLMEndpoint(TenantModel):
@@ -568,25 +695,39 @@ class LLMEndpoint(TenantModel):
     LiteLLM proxy...). The default one serves every agent of the organization; a persona's `model`
     still overrides the model name. Without one, the deployment's environment is used."""
 
-    name = models.SlugField(max_length=60, help_text=_("Shown in the audit pages' usage per endpoint."))
+    name = models.SlugField(
+        verbose_name=_("name"), max_length=60, help_text=_("Shown in the audit pages' usage per endpoint.")
+    )
     base_url = models.URLField(
-        max_length=500, blank=True, help_text=_("e.g. http://ollama:11434/v1; blank for the OpenAI API.")
+        verbose_name=_("base URL"),
+        max_length=500,
+        blank=True,
+        help_text=_("e.g. http://ollama:11434/v1; blank for the OpenAI API."),
     )
-    api_key = EncryptedTextField(blank=True, help_text=_("Encrypted at rest, never shown again."))
+    api_key = EncryptedTextField(
+        verbose_name=_("API key"), blank=True, help_text=_("Encrypted at rest, never shown again.")
+    )
     default_model = models.CharField(
-        max_length=200, help_text=_("Used unless a persona names its own model.")
+        verbose_name=_("default model"),
+        max_length=200,
+        help_text=_("Used unless a persona names its own model."),
     )
-    timeout = models.FloatField(default=60.0, help_text=_("Seconds per request."))
+    timeout = models.FloatField(
+        verbose_name=_("timeout (seconds)"), default=60.0, help_text=_("Seconds per request.")
+    )
     max_retries = models.PositiveSmallIntegerField(
-        default=3, help_text=_("Retries of 429 / 5xx / broken connections.")
+        verbose_name=_("max. retries"), default=3, help_text=_("Retries of 429 / 5xx / broken connections.")
     )
-    is_default = models.BooleanField(default=True, help_text=_("The endpoint the organization's agents use."))
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    is_default = models.BooleanField(
+        verbose_name=_("default"), default=True, help_text=_("The endpoint the organization's agents use.")
+    )
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
+    updated_at = models.DateTimeField(verbose_name=_("updated at"), auto_now=True)
 
     class Meta:
+        verbose_name = _("LLM endpoint")
+        verbose_name_plural = _("LLM endpoints")
         ordering = ["name"]
-        verbose_name = "LLM endpoint"
         constraints = [
             models.UniqueConstraint(fields=["organization", "name"], name="llmendpoint_org_name_unique"),
             models.UniqueConstraint(
@@ -599,12 +740,12 @@ class LLMEndpoint(TenantModel):
 
     def clean(self) -> None:
         if self.timeout is not None and not 1 <= self.timeout <= 600:
-            raise ValidationError({"timeout": "Between 1 and 600 seconds."})
+            raise ValidationError({"timeout": _("Between 1 and 600 seconds.")})
         if self.max_retries is not None and self.max_retries > 10:
-            raise ValidationError({"max_retries": "At most 10."})
+            raise ValidationError({"max_retries": _("At most 10.")})
 
 
-MCP_NAME = RegexValidator(r"^[a-z0-9][a-z0-9-]{0,39}$", "Lower-case letters, digits and dashes (max 40).")
+MCP_NAME = RegexValidator(r"^[a-z0-9][a-z0-9-]{0,39}$", _("Lower-case letters, digits and dashes (max 40)."))
 
 
 class McpServer(TenantModel):
@@ -612,31 +753,51 @@ class McpServer(TenantModel):
     on save and on demand, and reach the organization's agents as `mcp__<server>__<tool>`."""
 
     class Transport(models.TextChoices):
-        STREAMABLE_HTTP = "streamable_http", "Streamable HTTP"
-        SSE = "sse", "SSE (older servers)"
-        STDIO = "stdio", "stdio (a command on the Ongrid host; platform staff only)"
+        STREAMABLE_HTTP = "streamable_http", _("Streamable HTTP")
+        SSE = "sse", _("SSE (older servers)")
+        STDIO = "stdio", _("stdio (a command on the Ongrid host; platform staff only)")
 
     name = models.CharField(
-        max_length=40, validators=[MCP_NAME], help_text=_("The `<server>` of the tool names.")
+        verbose_name=_("name"),
+        max_length=40,
+        validators=[MCP_NAME],
+        help_text=_("The `<server>` of the tool names."),
     )
-    transport = models.CharField(max_length=20, choices=Transport.choices, default=Transport.STREAMABLE_HTTP)
-    url = models.URLField(max_length=500, blank=True, help_text=_("e.g. http://grafana-mcp:8000/mcp"))
+    transport = models.CharField(
+        verbose_name=_("transport"),
+        max_length=20,
+        choices=Transport.choices,
+        default=Transport.STREAMABLE_HTTP,
+    )
+    url = models.URLField(
+        verbose_name=_("URL"), max_length=500, blank=True, help_text=_("e.g. http://grafana-mcp:8000/mcp")
+    )
     command = models.CharField(
-        max_length=500, blank=True, help_text=_("stdio only: the command line that starts the server.")
+        verbose_name=_("command"),
+        max_length=500,
+        blank=True,
+        help_text=_("stdio only: the command line that starts the server."),
     )
     headers = EncryptedTextField(
-        blank=True, help_text=_("HTTP headers, one `Name: value` per line (e.g. Authorization: Bearer ...).")
+        verbose_name=_("headers"),
+        blank=True,
+        help_text=_("HTTP headers, one `Name: value` per line (e.g. Authorization: Bearer ...)."),
     )
-    timeout = models.FloatField(default=30.0, help_text=_("Seconds per tool call."))
-    enabled = models.BooleanField(default=True)
-    discovered_at = models.DateTimeField(null=True, blank=True, editable=False)
-    discovery_error = models.TextField(blank=True, editable=False)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    timeout = models.FloatField(
+        verbose_name=_("timeout (seconds)"), default=30.0, help_text=_("Seconds per tool call.")
+    )
+    enabled = models.BooleanField(verbose_name=_("enabled"), default=True)
+    discovered_at = models.DateTimeField(
+        verbose_name=_("discovered at"), null=True, blank=True, editable=False
+    )
+    discovery_error = models.TextField(verbose_name=_("discovery error"), blank=True, editable=False)
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
+    updated_at = models.DateTimeField(verbose_name=_("updated at"), auto_now=True)
 
     class Meta:
+        verbose_name = _("MCP server")
+        verbose_name_plural = _("MCP servers")
         ordering = ["name"]
-        verbose_name = "MCP server"
         constraints = [
             models.UniqueConstraint(fields=["organization", "name"], name="mcpserver_org_name_unique")
         ]
@@ -648,14 +809,14 @@ class McpServer(TenantModel):
         if self.transport == self.Transport.STDIO:
             if not settings.CONFIG.mcp_allow_stdio:
                 raise ValidationError(
-                    {"transport": "stdio servers are disabled on this Ongrid (ONGRID_MCP_ALLOW_STDIO)."}
+                    {"transport": _("stdio servers are disabled on this Ongrid (ONGRID_MCP_ALLOW_STDIO).")}
                 )
             if not self.command.strip():
-                raise ValidationError({"command": "A stdio server needs its command."})
+                raise ValidationError({"command": _("A stdio server needs its command.")})
         elif not self.url:
-            raise ValidationError({"url": "This transport needs the server's URL."})
+            raise ValidationError({"url": _("This transport needs the server's URL.")})
         if self.timeout is not None and not 1 <= self.timeout <= 600:
-            raise ValidationError({"timeout": "Between 1 and 600 seconds."})
+            raise ValidationError({"timeout": _("Between 1 and 600 seconds.")})
 
 
 class McpTool(TenantModel):
@@ -663,19 +824,26 @@ class McpTool(TenantModel):
     tool is a write (reviewed before it runs) until an admin marks it read."""
 
     class ToolClass(models.TextChoices):
-        READ = "read", "read"
-        WRITE = "write", "write (reviewed before it runs)"
+        READ = "read", _("read")
+        WRITE = "write", _("write (reviewed before it runs)")
 
-    server = models.ForeignKey(McpServer, on_delete=models.CASCADE, related_name="tools")
-    name = models.CharField(max_length=200, editable=False)
-    description = models.TextField(blank=True, editable=False)
-    input_schema = models.JSONField(default=dict, blank=True, editable=False)
-    tool_class = models.CharField(max_length=10, choices=ToolClass.choices, default=ToolClass.WRITE)
-    discovered_at = models.DateTimeField(default=timezone.now, editable=False)
+    server = models.ForeignKey(
+        McpServer, verbose_name=_("server"), on_delete=models.CASCADE, related_name="tools"
+    )
+    name = models.CharField(verbose_name=_("name"), max_length=200, editable=False)
+    description = models.TextField(verbose_name=_("description"), blank=True, editable=False)
+    input_schema = models.JSONField(verbose_name=_("input schema"), default=dict, blank=True, editable=False)
+    tool_class = models.CharField(
+        verbose_name=_("tool class"), max_length=10, choices=ToolClass.choices, default=ToolClass.WRITE
+    )
+    discovered_at = models.DateTimeField(
+        verbose_name=_("discovered at"), default=timezone.now, editable=False
+    )
 
     class Meta:
+        verbose_name = _("MCP tool")
+        verbose_name_plural = _("MCP tools")
         ordering = ["server", "name"]
-        verbose_name = "MCP tool"
         constraints = [models.UniqueConstraint(fields=["server", "name"], name="mcptool_server_name_unique")]
 
     def __str__(self) -> str:

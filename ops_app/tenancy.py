@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -43,7 +44,9 @@ TenantManager = models.Manager.from_queryset(TenantQuerySet)
 
 
 class TenantModel(models.Model):
-    organization = models.ForeignKey("ops_app.Organization", on_delete=models.CASCADE, related_name="+")
+    organization = models.ForeignKey(
+        "ops_app.Organization", verbose_name=_("organization"), on_delete=models.CASCADE, related_name="+"
+    )
 
     objects = TenantManager()
 

@@ -7,6 +7,8 @@ from django.contrib import admin, messages
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from ops_app.admin_mixins import ReadOnlyTenantAdmin, TenantScopedAdmin
 from ops_app.tenancy import organization_of
@@ -23,20 +25,23 @@ class ScheduleAdmin(TenantScopedAdmin):
     actions = ("run_now", "enable", "disable")
     fieldsets = (
         (None, {"fields": ("name", "kind", "enabled")}),
-        ("What runs", {"fields": ("persona", "prompt", "open_incidents", "period")}),
+        (_("What runs"), {"fields": ("persona", "prompt", "open_incidents", "period")}),
         (
-            "When",
+            _("When"),
             {"fields": ("cron", "interval_minutes", "timezone", "next_run_at", "last_run_at", "last_status")},
         ),
         (
-            "Delivery (the web always has it)",
+            _("Delivery (the web always has it)"),
             {"fields": ("email_to", "webhook_url", "webhook_secret", "deliver_to_im")},
         ),
     )
 
-    @admin.display(description="When")
+    @admin.display(description=_("When"))
     def timetable(self, obj: Schedule) -> str:
-        when = f"cron {obj.cron}" if obj.cron else f"every {obj.interval_minutes} min"
+        if obj.cron:
+            when = gettext("cron %(cron)s") % {"cron": obj.cron}
+        else:
+            when = gettext("every %(minutes)s min") % {"minutes": obj.interval_minutes}
         return f"{when} ({obj.timezone})"
 
     def get_changeform_initial_data(self, request):
@@ -53,17 +58,19 @@ class ScheduleAdmin(TenantScopedAdmin):
         super().save_model(request, obj, form, change)
         scheduler.reschedule(obj)
 
-    @admin.action(description="Run now")
+    @admin.action(description=_("Run now"))
     def run_now(self, request, queryset):
         for schedule in queryset:
             run = dispatching.run_now(schedule)
             self.message_user(
                 request,
-                format_html('"{}" started: <a href="{}">run #{}</a>.', schedule.name, run_url(run), run.pk),
+                format_html(
+                    gettext('"{}" started: <a href="{}">run #{}</a>.'), schedule.name, run_url(run), run.pk
+                ),
                 messages.SUCCESS,
             )
 
-    @admin.action(description="Enable")
+    @admin.action(description=_("Enable"))
     def enable(self, request, queryset):
         now = timezone.now()
         for schedule in queryset:
@@ -71,7 +78,7 @@ class ScheduleAdmin(TenantScopedAdmin):
             schedule.save(update_fields=["enabled", "updated_at"])
             scheduler.reschedule(schedule, now)
 
-    @admin.action(description="Disable")
+    @admin.action(description=_("Disable"))
     def disable(self, request, queryset):
         queryset.update(enabled=False, next_run_at=None)
 

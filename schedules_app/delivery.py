@@ -25,8 +25,10 @@ from typing import Any
 import httpx
 from django.conf import settings
 from django.core.mail import send_mail
+from django.utils import translation
 
 from chat_app.signals import schedule_delivered
+from ops_app.models import Membership
 from schedules_app.models import Schedule
 
 log = logging.getLogger(__name__)
@@ -50,6 +52,9 @@ class Message:
     url: str = ""
     status: str = ""
     kind: str = ""
+    # The e-mail's (subject, text) in the active language; called once per recipients' language.
+    # None: `subject` and `text` as they are.
+    email: Callable[[], tuple[str, str]] | None = None
 
 
 def sign(secret: str, body: bytes) -> str:
@@ -61,10 +66,30 @@ def verify(secret: str, body: bytes, header: str) -> bool:
     return hmac.compare_digest(sign(secret, body), header or "")
 
 
-def _email(schedule: Schedule, message: Message) -> str:
+def recipient_languages(schedule: Schedule) -> dict[str, list[str]]:
+    """{language: addresses}: an address of a user of the schedule's organization gets that user's
+    language setting (docs/i18n.md), any other address the default language (English). Users of
+    other organizations are never looked at."""
     recipients = schedule.recipients
-    send_mail(message.subject, message.text, settings.DEFAULT_FROM_EMAIL, recipients, fail_silently=False)
-    return f"sent to {len(recipients)} recipient(s)"
+    chosen: dict[str, str] = {}
+    members = Membership.objects.filter(organization_id=schedule.organization_id).exclude(language="")
+    for email, language in members.values_list("user__email", "language"):
+        if email:
+            chosen.setdefault(email.lower(), language)
+    groups: dict[str, list[str]] = {}
+    for address in recipients:
+        groups.setdefault(chosen.get(address.lower(), settings.LANGUAGE_CODE), []).append(address)
+    return groups
+
+
+def _email(schedule: Schedule, message: Message) -> str:
+    """One e-mail per language among the recipients, each written in that language."""
+    groups = recipient_languages(schedule)
+    for language, addresses in groups.items():
+        with translation.override(language):
+            subject, text = message.email() if message.email else (message.subject, message.text)
+        send_mail(subject, text, settings.DEFAULT_FROM_EMAIL, addresses, fail_silently=False)
+    return f"sent to {sum(len(addresses) for addresses in groups.values())} recipient(s)"
 
 
 def _webhook(schedule: Schedule, message: Message) -> str:

@@ -22,63 +22,84 @@ from schedules_app import timing
 
 class Schedule(TenantModel):
     class Kind(models.TextChoices):
-        INSPECTION = "inspection", "Inspection"
-        REPORT = "report", "Report"
+        INSPECTION = "inspection", _("Inspection")
+        REPORT = "report", _("Report")
 
     class Period(models.TextChoices):
-        DAILY = "daily", "Daily"
-        WEEKLY = "weekly", "Weekly"
-        MONTHLY = "monthly", "Monthly"
+        DAILY = "daily", _("Daily")
+        WEEKLY = "weekly", _("Weekly")
+        MONTHLY = "monthly", _("Monthly")
 
-    name = models.CharField(max_length=200)
-    kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.INSPECTION)
+    name = models.CharField(verbose_name=_("name"), max_length=200)
+    kind = models.CharField(
+        verbose_name=_("kind"), max_length=20, choices=Kind.choices, default=Kind.INSPECTION
+    )
     persona = models.CharField(
+        verbose_name=_("persona"),
         max_length=64,
         default="specialist-disk",
         help_text=_("Inspections: any read-only persona. Reports always use `reporter`."),
     )
-    prompt = models.TextField(blank=True, help_text=_("What the inspection checks, in plain words."))
+    prompt = models.TextField(
+        verbose_name=_("prompt"), blank=True, help_text=_("What the inspection checks, in plain words.")
+    )
     period = models.CharField(
+        verbose_name=_("period"),
         max_length=10,
         choices=Period.choices,
         default=Period.WEEKLY,
         help_text=_("Reports: the period covered."),
     )
     cron = models.CharField(
-        max_length=100, blank=True, help_text=_('A cron expression, e.g. "0 7 * * 1" (Mondays 07:00).')
+        verbose_name=_("cron"),
+        max_length=100,
+        blank=True,
+        help_text=_('A cron expression, e.g. "0 7 * * 1" (Mondays 07:00).'),
     )
     interval_minutes = models.PositiveIntegerField(
-        null=True, blank=True, help_text=_("Or: every N minutes (leave the cron expression empty).")
+        verbose_name=_("interval (minutes)"),
+        null=True,
+        blank=True,
+        help_text=_("Or: every N minutes (leave the cron expression empty)."),
     )
     timezone = models.CharField(
+        verbose_name=_("timezone"),
         max_length=64,
         blank=True,
         help_text=_(
             'e.g. "Europe/Madrid". Leave blank for the organization\'s time zone (filled in on save).'
         ),
     )
-    enabled = models.BooleanField(default=True)
+    enabled = models.BooleanField(verbose_name=_("enabled"), default=True)
     open_incidents = models.BooleanField(
-        default=True, help_text=_("Inspections: a `problem` finding opens an incident (once per problem).")
+        verbose_name=_("open incidents"),
+        default=True,
+        help_text=_("Inspections: a `problem` finding opens an incident (once per problem)."),
     )
-    email_to = models.CharField(max_length=1000, blank=True, help_text=_("Comma-separated addresses."))
-    webhook_url = models.URLField(max_length=1000, blank=True)
-    webhook_secret = EncryptedTextField(blank=True, help_text=_("Signs the webhook body (HMAC-SHA256)."))
+    email_to = models.CharField(
+        verbose_name=_("email to"), max_length=1000, blank=True, help_text=_("Comma-separated addresses.")
+    )
+    webhook_url = models.URLField(verbose_name=_("webhook URL"), max_length=1000, blank=True)
+    webhook_secret = EncryptedTextField(
+        verbose_name=_("webhook secret"), blank=True, help_text=_("Signs the webhook body (HMAC-SHA256).")
+    )
     deliver_to_im = models.BooleanField(
-        "IM channel",
+        _("IM channel"),
         default=False,
         help_text=_(
             "Post a summary with a link to the summary channel of each enabled chat app "
             "(Slack, Telegram, Feishu) of the organization."
         ),
     )
-    next_run_at = models.DateTimeField(null=True, blank=True)
-    last_run_at = models.DateTimeField(null=True, blank=True)
-    last_status = models.CharField(max_length=20, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    next_run_at = models.DateTimeField(verbose_name=_("next run at"), null=True, blank=True)
+    last_run_at = models.DateTimeField(verbose_name=_("last run at"), null=True, blank=True)
+    last_status = models.CharField(verbose_name=_("last status"), max_length=20, blank=True)
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
+    updated_at = models.DateTimeField(verbose_name=_("updated at"), auto_now=True)
 
     class Meta:
+        verbose_name = _("schedule")
+        verbose_name_plural = _("schedules")
         ordering = ["name"]
         constraints = [
             models.UniqueConstraint(fields=["organization", "name"], name="schedule_org_name_uniq")
@@ -91,16 +112,16 @@ class Schedule(TenantModel):
     def clean(self) -> None:
         errors = {}
         if bool(self.cron.strip()) == bool(self.interval_minutes):
-            errors["cron"] = "Give either a cron expression or an interval, not both."
+            errors["cron"] = _("Give either a cron expression or an interval, not both.")
         elif self.cron and not timing.valid_cron(self.cron):
-            errors["cron"] = f"{self.cron!r} is not a valid cron expression."
+            errors["cron"] = _("%(cron)s is not a valid cron expression.") % {"cron": repr(self.cron)}
         if self.timezone:
             try:
                 zoneinfo.ZoneInfo(self.timezone)
             except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-                errors["timezone"] = f"Unknown time zone {self.timezone!r}."
+                errors["timezone"] = _("Unknown time zone %(zone)s.") % {"zone": repr(self.timezone)}
         if self.kind == self.Kind.INSPECTION and not self.prompt.strip():
-            errors["prompt"] = "An inspection needs a prompt."
+            errors["prompt"] = _("An inspection needs a prompt.")
         if errors:
             raise ValidationError(errors)
 
@@ -121,45 +142,67 @@ class Schedule(TenantModel):
 
 class ScheduleRun(TenantModel):
     class Trigger(models.TextChoices):
-        SCHEDULE = "schedule", "On schedule"
-        MANUAL = "manual", "Run now"
+        SCHEDULE = "schedule", _("On schedule")
+        MANUAL = "manual", _("Run now")
 
     class State(models.TextChoices):
-        QUEUED = "queued", "Queued"
-        RUNNING = "running", "Running"
-        FINISHED = "finished", "Finished"
-        FAILED = "failed", "Failed"
+        QUEUED = "queued", _("Queued")
+        RUNNING = "running", _("Running")
+        FINISHED = "finished", _("Finished")
+        FAILED = "failed", _("Failed")
 
     class Finding(models.TextChoices):
         OK = "ok", "OK"
-        WARNING = "warning", "Warning"
-        PROBLEM = "problem", "Problem"
+        WARNING = "warning", _("Warning")
+        PROBLEM = "problem", _("Problem")
 
-    schedule = models.ForeignKey(Schedule, on_delete=models.CASCADE, related_name="runs")
-    due_at = models.DateTimeField()
-    trigger = models.CharField(max_length=10, choices=Trigger.choices, default=Trigger.SCHEDULE)
-    state = models.CharField(max_length=10, choices=State.choices, default=State.QUEUED)
+    schedule = models.ForeignKey(
+        Schedule, verbose_name=_("schedule"), on_delete=models.CASCADE, related_name="runs"
+    )
+    due_at = models.DateTimeField(verbose_name=_("due at"))
+    trigger = models.CharField(
+        verbose_name=_("trigger"), max_length=10, choices=Trigger.choices, default=Trigger.SCHEDULE
+    )
+    state = models.CharField(
+        verbose_name=_("state"), max_length=10, choices=State.choices, default=State.QUEUED
+    )
     # The inspection's (or the reporter's) session: kind `work`, no user; the link to the schedule
     # lives here rather than on the session row (docs/schedules.md, "Sessions").
     session = models.ForeignKey(
-        "chat_app.ChatSession", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        "chat_app.ChatSession",
+        verbose_name=_("session"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
     )
-    finding = models.CharField(max_length=10, choices=Finding.choices, blank=True)
-    summary = models.TextField(blank=True)
-    findings = models.JSONField(default=list, blank=True)
+    finding = models.CharField(verbose_name=_("finding"), max_length=10, choices=Finding.choices, blank=True)
+    summary = models.TextField(verbose_name=_("summary"), blank=True)
+    findings = models.JSONField(verbose_name=_("findings"), default=list, blank=True)
     incident = models.ForeignKey(
-        "ops_app.Incident", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        "ops_app.Incident",
+        verbose_name=_("incident"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
     )
     incident_opened = models.BooleanField(
-        default=False, help_text=_("False: none, or an open one was reused.")
+        verbose_name=_("incident opened"),
+        default=False,
+        help_text=_("False: none, or an open one was reused."),
     )
-    deliveries = models.JSONField(default=dict, blank=True, help_text=_("Outcome per destination."))
-    error = models.TextField(blank=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    deliveries = models.JSONField(
+        verbose_name=_("deliveries"), default=dict, blank=True, help_text=_("Outcome per destination.")
+    )
+    error = models.TextField(verbose_name=_("error"), blank=True)
+    started_at = models.DateTimeField(verbose_name=_("started at"), null=True, blank=True)
+    finished_at = models.DateTimeField(verbose_name=_("finished at"), null=True, blank=True)
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
 
     class Meta:
+        verbose_name = _("schedule run")
+        verbose_name_plural = _("schedule runs")
         ordering = ["-due_at"]
         constraints = [
             # The exactly-once guard: one run per schedule and due time, whoever claims it first.
@@ -173,23 +216,46 @@ class ScheduleRun(TenantModel):
 
 class Report(TenantModel):
     schedule = models.ForeignKey(
-        Schedule, null=True, blank=True, on_delete=models.SET_NULL, related_name="reports"
+        Schedule,
+        verbose_name=_("schedule"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="reports",
     )
     run = models.OneToOneField(
-        ScheduleRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="report"
+        ScheduleRun,
+        verbose_name=_("run"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="report",
     )
-    period = models.CharField(max_length=10, choices=Schedule.Period.choices)
-    period_start = models.DateTimeField()
-    period_end = models.DateTimeField()
-    figures = models.JSONField(default=dict, help_text=_("Exact figures from database queries."))
+    period = models.CharField(verbose_name=_("period"), max_length=10, choices=Schedule.Period.choices)
+    period_start = models.DateTimeField(verbose_name=_("period start"))
+    period_end = models.DateTimeField(verbose_name=_("period end"))
+    figures = models.JSONField(
+        verbose_name=_("figures"), default=dict, help_text=_("Exact figures from database queries.")
+    )
     narrative = models.TextField(
-        blank=True, help_text=_("Written by the reporter persona around the figures.")
+        verbose_name=_("narrative"),
+        blank=True,
+        help_text=_("Written by the reporter persona around the figures."),
     )
-    created_at = models.DateTimeField(auto_now_add=True)
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
 
     class Meta:
+        verbose_name = _("report")
+        verbose_name_plural = _("reports")
         ordering = ["-period_end", "-created_at"]
         indexes = [models.Index(fields=["organization", "-period_end"], name="report_org_end_idx")]
 
     def __str__(self) -> str:
-        return f"{self.get_period_display()} report {self.period_start:%Y-%m-%d} – {self.period_end:%Y-%m-%d}"
+        titles = {
+            Schedule.Period.DAILY: _("Daily report %(start)s – %(end)s"),
+            Schedule.Period.WEEKLY: _("Weekly report %(start)s – %(end)s"),
+            Schedule.Period.MONTHLY: _("Monthly report %(start)s – %(end)s"),
+        }
+        dates = {"start": f"{self.period_start:%Y-%m-%d}", "end": f"{self.period_end:%Y-%m-%d}"}
+        title = titles.get(self.period)
+        return str(title) % dates if title else f"{self.period} report {dates['start']} – {dates['end']}"

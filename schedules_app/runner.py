@@ -15,6 +15,7 @@ from django.conf import settings
 from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from agents_app.registry import aget_registry
 from agents_app.runtime import get_runtime
@@ -139,9 +140,19 @@ async def _inspection(run: ScheduleRun, schedule: Schedule) -> delivery.Message:
     )
     title = f"{schedule.name}: {finding['status'].upper()}"
     text = _finding_text(finding) + (f"\n\nIncident #{incident.pk}" if incident else "")
+
+    def email() -> tuple[str, str]:
+        """The inspection's e-mail in the active language (the agent's own words stay as written)."""
+        local_title = f"{schedule.name}: {_finding_label(finding['status']).upper()}"
+        body = _finding_text(finding, translated=True)
+        if incident:
+            body += "\n\n" + gettext("Incident #%(number)s") % {"number": incident.pk}
+        return f"[Ongrid] {local_title}", body
+
     return delivery.Message(
         subject=f"[Ongrid] {title}",
         text=text,
+        email=email,
         title=title,
         markdown=text,
         url=page_url(reverse("schedule-run", args=[run.pk])),
@@ -160,8 +171,12 @@ async def _inspection(run: ScheduleRun, schedule: Schedule) -> delivery.Message:
     )
 
 
-def _finding_text(finding: dict) -> str:
-    lines = [f"Status: {finding['status']}", finding["summary"], ""]
+def _finding_text(finding: dict, translated: bool = False) -> str:
+    """A finding as plain text; `translated`: the fixed words in the active language."""
+    status = f"Status: {finding['status']}"
+    if translated:
+        status = gettext("Status: %(status)s") % {"status": _finding_label(finding["status"])}
+    lines = [status, finding["summary"], ""]
     for item in finding.get("findings") or []:
         if isinstance(item, dict):
             target = f" [{item.get('target')}]" if item.get("target") else ""
@@ -169,6 +184,11 @@ def _finding_text(finding: dict) -> str:
                 f"- ({item.get('severity', '?')}) {item.get('title', '')}{target}: {item.get('evidence', '')}"
             )
     return "\n".join(lines).strip()
+
+
+def _finding_label(status: str) -> str:
+    """The finding's name in the active language (`ok` → "OK", `problem` → "Problem")."""
+    return str(ScheduleRun.Finding(status).label) if status in ScheduleRun.Finding.values else status
 
 
 # ---- reports ---------------------------------------------------------------------------------
@@ -207,6 +227,7 @@ async def _report(run: ScheduleRun, schedule: Schedule) -> delivery.Message:
     return delivery.Message(
         subject=f"[Ongrid] {report}",
         text=report_text(report),
+        email=lambda: (f"[Ongrid] {report}", report_text(report)),
         title=str(report),
         markdown=report_brief(report),
         url=page_url(reverse("report", args=[report.pk])),
@@ -245,18 +266,37 @@ def page_url(path: str) -> str:
 
 
 def _headline_figures(report: Report) -> list[str]:
+    """The report's key figures, one line each, in the active language."""
     f = report.figures
     inc = f.get("incidents", {})
     agents = f.get("agents", {})
+    gate = f.get("gate", {})
     cost = (agents.get("cost") or {}).get("usd")
     return [
-        f"- Incidents opened: {inc.get('opened', 0)}, resolved: {inc.get('resolved', 0)}",
-        f"- MTTA: {figures.duration(inc.get('mtta_seconds'))}, "
-        f"MTTR: {figures.duration(inc.get('mttr_seconds'))}",
-        f"- Changes: {f.get('changes', {}).get('total', 0)}; gated writes approved: "
-        f"{f.get('gate', {}).get('approved', 0)}, rejected: {f.get('gate', {}).get('rejected', 0)}",
-        f"- Agent sessions: {agents.get('sessions', 0)}, tool calls: {agents.get('tool_calls', 0)}, "
-        f"tokens: {agents.get('tokens', 0)}, cost: {f'${cost:.4f}' if cost is not None else 'unknown'}",
+        "- "
+        + gettext("Incidents opened: %(opened)s, resolved: %(resolved)s")
+        % {"opened": inc.get("opened", 0), "resolved": inc.get("resolved", 0)},
+        "- "
+        + gettext("MTTA: %(mtta)s, MTTR: %(mttr)s")
+        % {
+            "mtta": figures.duration(inc.get("mtta_seconds")),
+            "mttr": figures.duration(inc.get("mttr_seconds")),
+        },
+        "- "
+        + gettext("Changes: %(changes)s; gated writes approved: %(approved)s, rejected: %(rejected)s")
+        % {
+            "changes": f.get("changes", {}).get("total", 0),
+            "approved": gate.get("approved", 0),
+            "rejected": gate.get("rejected", 0),
+        },
+        "- "
+        + gettext("Agent sessions: %(sessions)s, tool calls: %(calls)s, tokens: %(tokens)s, cost: %(cost)s")
+        % {
+            "sessions": agents.get("sessions", 0),
+            "calls": agents.get("tool_calls", 0),
+            "tokens": agents.get("tokens", 0),
+            "cost": f"${cost:.4f}" if cost is not None else gettext("unknown"),
+        },
     ]
 
 
@@ -276,12 +316,12 @@ def report_text(report: Report) -> str:
     f = report.figures
     lines = [f"# {report}", "", *_headline_figures(report)]
     for title, key, unit in (
-        ("Noisiest alert rules", "noisiest_alert_rules", "alerts"),
-        ("Top services", "top_services", "incidents"),
-        ("Top devices", "top_devices", "incidents"),
+        (gettext("Noisiest alert rules"), "noisiest_alert_rules", "alerts"),
+        (gettext("Top services"), "top_services", "incidents"),
+        (gettext("Top devices"), "top_devices", "incidents"),
     ):
         if f.get(key):
             lines += ["", f"## {title}"] + [f"- {row['name']}: {row[unit]}" for row in f[key]]
     if report.narrative:
-        lines += ["", "## Narrative", "", report.narrative]
+        lines += ["", "## " + gettext("Narrative"), "", report.narrative]
     return "\n".join(lines)

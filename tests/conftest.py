@@ -4,6 +4,7 @@ import dataclasses
 
 import pytest
 from channels.layers import channel_layers
+from django.utils import translation
 
 from ops_app import roles
 from ops_app.models import Organization
@@ -18,6 +19,15 @@ pytest_plugins = [
     "tests.support.asyncdb",
     "tests.support.live_wsgi",
 ]
+
+
+@pytest.fixture(autouse=True)
+def _default_language():
+    """Each test starts in the default language: a test client's request leaves the language its
+    middleware chose active in the thread, and the next test's gettext would speak it."""
+    translation.deactivate()
+    yield
+    translation.deactivate()
 
 
 @pytest.fixture(autouse=True)

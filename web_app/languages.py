@@ -7,26 +7,15 @@ browser's Accept-Language), else English. See docs/i18n.md.
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.utils import translation
 from django.views.decorators.http import require_POST
 from django.views.i18n import set_language as django_set_language
 
+from ops_app.languages import chosen_language, supported
 from ops_app.services import set_language
 
-
-def supported(code: str | None) -> str:
-    """`code` if it is one of settings.LANGUAGES, else ''."""
-    return code if code in {known for known, _ in settings.LANGUAGES} else ""
-
-
-def chosen_language(user) -> str:
-    """The language the user picked ('' when they follow the browser)."""
-    if user is None or not getattr(user, "is_authenticated", False):
-        return ""
-    membership = getattr(user, "membership", None)  # None for staff without an organization
-    return supported(getattr(membership, "language", "") or "")
+__all__ = ["UserLanguageMiddleware", "chosen_language", "switch_language"]  # chosen_language: the pages' own
 
 
 class UserLanguageMiddleware:

@@ -15,9 +15,9 @@ Every final answer says it comes from the offline model. It is not clever and ne
 It is also honest about what it did not do (docs/kernel.md, "The offline model"): asked for a change
 ("restart nginx on web-1") it says in words that nothing was changed and why; it reads device names
 loosely (`web-1` is `web-01`) by listing the devices first, as a real model would; its fixed phrases
-follow the user's language (English, Spanish, French); an HTTP status ("returns 502") is never taken
-for an incident number; and its tool call ids never repeat within a session, so the audit tree's
-dispatch → worker links stay right.
+follow the user's language (English, Spanish, French, Simplified Chinese); an HTTP status
+("returns 502") is never taken for an incident number; and its tool call ids never repeat within a
+session, so the audit tree's dispatch → worker links stay right.
 """
 
 from __future__ import annotations
@@ -81,6 +81,21 @@ PHRASES: dict[str, dict[str, str]] = {
         "(l'agent relecteur, et pour certains agents une personne, doit l'approuver) et demande un vrai LLM "
         "pour le proposer ; configurez OPENAI_API_KEY. Rien n'a été modifié.",
     },
+    "zh-hans": {
+        "label": "（来自 Ongrid 离线模型的回答：一个确定性的替身，不是真正的 LLM。）",
+        "found": "以下是专家智能体查到的情况：",
+        "ran": "我调用了 {count} 次工具，返回结果如下：",
+        "ended": "（专家智能体结束时的状态为 {status}）",
+        "hello": "你好。可以问我任何关于你的系统的问题。",
+        "cannot": "你问的是：“{request}”。我自己回答不了，因为{why}；开放性的问题请配置真正的 LLM"
+        "（OPENAI_API_KEY）。",
+        "why_tools": "我的工具都不适用",
+        "why_none": "这里我没有任何工具",
+        "read_as": "我把 `{asked}` 理解为设备 `{found}`。",
+        "not_done": "**我没有执行你要求的操作（“{action}”）。** 这是 Ongrid 的离线模型，它从不做任何变更："
+        "变更必须经过审核关卡（由审核智能体批准，部分智能体还需要人工批准），并且需要真正的 LLM 来提出；"
+        "请配置 OPENAI_API_KEY。没有做任何更改。",
+    },
 }
 LABELS = tuple(phrases["label"] for phrases in PHRASES.values())
 # Small, distinctive stop words per language: enough to tell the three apart in one message.
@@ -95,6 +110,9 @@ _LANGUAGE_WORDS = {
            "qui", "où", "sont", "redémarre", "pouvez", "vous", "quel", "quelle"},
 }  # fmt: skip
 _LANGUAGE_LETTERS = {"es": "ñ¿¡áíóú", "fr": "çàèêùœâîôû"}
+# Han ideographs (the CJK Unified Ideographs block and its extension A): a question written in
+# Chinese, whatever Latin device or tool names it quotes.
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 CONTROL_TOOLS = {"AgentTool", "SendMessage", "TaskStop"}
 MAX_TOOLS = 3
 _MUTATING_WORDS = {
@@ -151,7 +169,11 @@ _DEVICE_CUE = re.compile(
 
 
 def detect_language(text: str) -> str:
-    """'en', 'es' or 'fr' for a message, by counting stop words and telltale letters; ties → 'en'."""
+    """'en', 'es', 'fr' or 'zh-hans' for a message: Chinese when it holds at least two Han
+    characters and they outnumber the Latin stop words (so "磁盘满了 on web-01" is Chinese and an
+    English question quoting one Chinese word is not); otherwise by counting stop words and
+    telltale letters; ties → 'en'."""
+    han = len(_HAN.findall(text))
     lowered = text.lower()
     tokens = re.findall(r"\w+", lowered)
     scores = {
@@ -161,6 +183,8 @@ def detect_language(text: str) -> str:
     for language, letters in _LANGUAGE_LETTERS.items():
         scores[language] += 2 * sum(lowered.count(letter) for letter in letters)
     best = max(scores.values())
+    if han >= 2 and han > best:
+        return "zh-hans"
     if best == 0 or scores["en"] == best:
         return "en"
     return max(("es", "fr"), key=lambda language: scores[language])

@@ -75,6 +75,9 @@ def test_two_dispatches_in_one_session_get_different_call_ids(org, member):
         ("pourquoi le disque est plein sur web-01 ?", "fr"),
         ("le serveur renvoie des erreurs", "fr"),
         ("web-01", "en"),
+        ("web-01 的磁盘为什么满了？", "zh-hans"),
+        ("为什么 nginx 在 web-01 上返回 502", "zh-hans"),
+        ("what does 磁盘 mean in the alert on web-01?", "en"),
     ],
 )
 def test_language_is_told_from_the_users_words(text, language):
@@ -122,6 +125,15 @@ def test_spanish_and_french_questions_get_spanish_and_french_phrases():
     assert "No se ha cambiado nada." in refused
     plain = respond([{"role": "user", "content": "pourquoi le ciel est bleu ?"}], []).text
     assert plain.startswith("Vous avez demandé : « pourquoi le ciel est bleu ? »")
+
+
+def test_chinese_questions_get_the_chinese_phrases():
+    answer = coordinator_answer("web-01 的磁盘为什么满了？", "/var/log: 38G")
+    assert answer.startswith("以下是专家智能体查到的情况：")
+    assert "Ongrid 离线模型" in answer and "Answer from" not in answer
+    assert "/var/log: 38G" in answer  # the specialist's own words are kept as they are
+    plain = respond([{"role": "user", "content": "天空为什么是蓝色的？"}], []).text
+    assert plain.startswith("你问的是：“天空为什么是蓝色的？”。我自己回答不了，因为这里我没有任何工具")
 
 
 def test_a_question_about_a_stop_is_not_taken_for_a_request_to_stop():

@@ -66,6 +66,22 @@ async def test_members_and_auditors_of_the_organization_may_join_others_are_refu
     assert not ok and code == 4401
 
 
+async def test_the_block_is_drawn_in_the_viewers_language(client, incident, member):
+    """The browser's language over the handshake, then the user's own setting over it."""
+    french = (b"accept-language", b"fr-FR,fr;q=0.9")
+    socket, ok, _ = await connect(incident.pk, [ORIGIN, french, await cookie_for(client, member)])
+    assert ok
+    first = await socket.receive_from(timeout=DEADLINE)
+    assert "Pas encore investigué." in first and "Not investigated yet." not in first
+    await socket.disconnect()
+    member.membership.language = "zh-hans"
+    await sync_to_async(member.membership.save)(update_fields=["language"])
+    socket, ok, _ = await connect(incident.pk, [ORIGIN, french, await cookie_for(client, member)])
+    first = await socket.receive_from(timeout=DEADLINE)
+    assert "Pas encore investigué." not in first and "Not investigated yet." not in first
+    await socket.disconnect()
+
+
 async def test_a_running_investigation_is_redrawn_live_until_its_report(
     client, incident, org_admin, agents_llm, settings
 ):

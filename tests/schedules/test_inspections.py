@@ -133,3 +133,24 @@ def test_a_policy_that_is_off_leaves_the_problems_incident_to_a_human(org, agent
     run = run_once(schedule)
     assert run.incident_opened
     assert not Investigation.objects.filter(incident=run.incident_id).exists()
+
+
+def test_an_inspection_mail_to_a_spanish_user_is_in_spanish(org, agents_llm, member, settings):
+    from django.core import mail
+
+    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    type(member).objects.filter(pk=member.pk).update(email="alice@example.com")
+    member.membership.language = "es"
+    member.membership.save(update_fields=["language"])
+    schedule = make_schedule(org, email_to="alice@example.com, ops@example.com")
+    script_finding(agents_llm, PROBLEM)
+    run = run_once(schedule)
+
+    by_recipient = {tuple(sent.to): sent for sent in mail.outbox}
+    spanish, english = by_recipient[("alice@example.com",)], by_recipient[("ops@example.com",)]
+    assert spanish.subject == f"[Ongrid] {schedule.name}: PROBLEMA"
+    assert spanish.body.startswith("Estado: Problema\ndb-01 /var is nearly full.")
+    assert spanish.body.endswith(f"Incidente #{run.incident_id}")
+    assert english.subject == f"[Ongrid] {schedule.name}: PROBLEM"
+    assert english.body.startswith("Status: Problem\n")
+    assert english.body.endswith(f"Incident #{run.incident_id}")

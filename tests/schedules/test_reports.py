@@ -172,3 +172,35 @@ def test_a_report_is_mailed_and_posted_to_a_signed_webhook(org, seeded, agents_l
         "email": "sent to 2 recipient(s)",
         "webhook": "HTTP 204",
     }
+
+
+def test_a_report_mail_is_written_in_each_recipients_language(
+    org, seeded, agents_llm, member, outsider, settings
+):
+    """A recipient who is a user of the organization gets the mail in their language setting; any
+    other address (including one a user of another organization has) gets English."""
+    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    User = type(member)
+    User.objects.filter(pk=member.pk).update(email="Alice@Example.com")
+    member.membership.language = "fr"
+    member.membership.save(update_fields=["language"])
+    User.objects.filter(pk=outsider.pk).update(email="lead@example.com")
+    outsider.membership.language = "es"
+    outsider.membership.save(update_fields=["language"])
+    agents_llm.add("reporter", text("Narrative for the mail."))
+    schedule = make_schedule(
+        org, "daily", kind="report", persona="reporter", period="daily", prompt="",
+        email_to="alice@example.com, lead@example.com",
+    )  # fmt: skip
+    report = run_report(schedule)
+
+    by_recipient = {tuple(sent.to): sent for sent in mail.outbox}
+    assert set(by_recipient) == {("alice@example.com",), ("lead@example.com",)}
+    french, english = by_recipient[("alice@example.com",)], by_recipient[("lead@example.com",)]
+    start, end = f"{report.period_start:%Y-%m-%d}", f"{report.period_end:%Y-%m-%d}"
+    assert french.subject == f"[Ongrid] Rapport quotidien {start} – {end}"
+    assert "Incidents ouverts : 3, résolus : 2" in french.body and "## Synthèse rédigée" in french.body
+    assert "Narrative for the mail." in french.body  # the reporter's own words are kept
+    assert english.subject == f"[Ongrid] Daily report {start} – {end}"
+    assert "Incidents opened: 3, resolved: 2" in english.body
+    assert report.run.deliveries["email"] == "sent to 2 recipient(s)"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from django.utils import translation
+
 from web_app.charts import chart_for_tool, series_label
 from web_app.chat import fragments
 
@@ -117,3 +119,26 @@ def test_the_turn_end_folds_the_worker_results():
     assert '<details class="tile-result" open>' in fragments.worker_changed(tile, 2)
     ended = fragments.turn_ended(5, {"text": "Rotated logs.", "error": ""}, 2, tiles=(tile,))
     assert '<details class="tile-result">' in ended and "Rotated logs." in ended
+
+
+def test_the_words_the_server_puts_in_the_chat_follow_the_active_language():
+    """Statuses, stop lines and the queued notice are shown in the reader's language (the socket
+    renders them with the viewer's language active); the stored English reason is only parsed."""
+    ended = {"call_id": "c1", "name": "query_incidents", "status": "timeout", "content": "", "duration_ms": 5}
+    note = "Stopped by alice before the answer was complete. Cut off: nothing was running."
+    with translation.override("es"):
+        chip = fragments.tool_ended(3, ended)
+        assert "tiempo agotado · 5 ms" in chip and 'class="chip timeout"' in chip
+        assert fragments.for_viewer(note, "alice") == (
+            "Detenido por ti antes de completar la respuesta. Se interrumpió: no había nada en curso."
+        )
+        assert fragments.stopped_label("killed", "stopped by bob") == "Detenido por bob"
+        assert "En cola: todos los workers están ocupados" in fragments.turn_queued()
+    with translation.override("zh-hans"):
+        tile = fragments.tile_context({"session": 9, "status": "running"})
+        assert ">运行中<" in fragments.worker_changed(tile, 1)
+    with translation.override("en"):
+        assert fragments.for_viewer(note, "alice") == (
+            "Stopped by you before the answer was complete. Cut off: nothing was running."
+        )
+        assert fragments.for_viewer("stopped by bob", "alice") == "Stopped by bob"

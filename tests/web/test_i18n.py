@@ -115,3 +115,16 @@ def test_a_user_in_mexico_city_sees_local_times_in_chat_audit_and_admin(member, 
     Incident.objects.create(organization=org, title="disco lleno", started_at=AT)
     admin = login(org_admin).get("/admin/ops_app/incident/").content.decode()
     assert "2026-11-30 18:26" in admin and "2026-12-01 00:26" not in admin
+
+
+def test_our_serializers_validation_errors_are_translated(org_admin, auditor):
+    client = login(org_admin)
+    empty = client.post("/api/knowledge/", {}, content_type="application/json", HTTP_ACCEPT_LANGUAGE="es")
+    assert empty.status_code == 400
+    assert empty.json()["error"] == "envía un `file`, o `content` con un `filename`"
+    refused = login(org_admin.__class__.objects.create_user("nobody")).post(
+        "/api/knowledge/", {"content": "x"}, content_type="application/json", HTTP_ACCEPT_LANGUAGE="fr"
+    )
+    assert refused.json()["detail"] == "vous n’appartenez à aucune organisation"
+    cursor = login(auditor).get("/api/audit/sessions/?cursor=zz", HTTP_ACCEPT_LANGUAGE="zh-Hans")
+    assert cursor.status_code == 400 and "游标 'zz' 无效" in cursor.content.decode()

@@ -8,6 +8,7 @@ import json
 import pytest
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
+from django.utils import translation
 
 from chat_app import services
 from chat_app.models import MAX_MESSAGE_CHARS, ChatMessage
@@ -25,13 +26,17 @@ def cookie_for(client, user) -> tuple[bytes, bytes]:
 
 
 def test_a_chat_frame_must_be_an_object_with_text_within_the_api_cap():
-    assert read_chat_frame('{"message": "hello", "HEADERS": {}}') == ("hello", "")
-    assert read_chat_frame(json.dumps({"message": "x" * MAX_MESSAGE_CHARS})) == ("x" * MAX_MESSAGE_CHARS, "")
-    for frame in ("[1, 2]", '"hello"', "42", "null", "{not json", None, '{"message": ["a"]}'):
-        message, problem = read_chat_frame(frame)
-        assert message == "" and "JSON object" in problem, frame
-    message, problem = read_chat_frame(json.dumps({"message": "x" * (MAX_MESSAGE_CHARS + 1)}))
-    assert message == "" and f"at most {MAX_MESSAGE_CHARS} characters" in problem
+    with translation.override("en"):  # the words of the problems; other tests may leave a language on
+        assert read_chat_frame('{"message": "hello", "HEADERS": {}}') == ("hello", "")
+        assert read_chat_frame(json.dumps({"message": "x" * MAX_MESSAGE_CHARS})) == (
+            "x" * MAX_MESSAGE_CHARS,
+            "",
+        )
+        for frame in ("[1, 2]", '"hello"', "42", "null", "{not json", None, '{"message": ["a"]}'):
+            message, problem = read_chat_frame(frame)
+            assert message == "" and "JSON object" in problem, frame
+        message, problem = read_chat_frame(json.dumps({"message": "x" * (MAX_MESSAGE_CHARS + 1)}))
+        assert message == "" and f"at most {MAX_MESSAGE_CHARS} characters" in problem
 
 
 def test_the_api_uses_the_same_cap():
@@ -77,4 +82,23 @@ async def test_the_events_socket_answers_non_objects_and_keeps_going(client, mem
     assert (await socket.receive_json_from(timeout=5))["type"] == "error"
     await socket.send_json_to({"type": "ping"})
     assert await socket.receive_json_from(timeout=5) == {"type": "pong", "user": "alice"}
+    await socket.disconnect()
+
+
+async def test_the_sockets_answers_are_in_the_browsers_language(client, member):
+    chat = await sync_to_async(services.start_chat)(member)
+    spanish = [(b"accept-language", b"es-ES,es;q=0.9,en;q=0.5")]
+    socket = WebsocketCommunicator(
+        application,
+        f"/ws/chat/{chat.pk}/",
+        headers=[*SAME_ORIGIN, *spanish, await cookie_for(client, member)],
+    )
+    connected, _ = await socket.connect(timeout=5)
+    assert connected
+    await socket.send_to(text_data="[1, 2]")
+    reply = await socket.receive_from(timeout=5)
+    assert "No se entiende: envía un objeto JSON" in reply and "Not understood" not in reply
+    await socket.send_to(text_data=json.dumps({"message": "   "}))
+    reply = await socket.receive_from(timeout=5)
+    assert "El mensaje está vacío." in reply, reply
     await socket.disconnect()

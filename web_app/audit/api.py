@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.http import Http404
 from django.shortcuts import get_object_or_404
+from django.utils.translation import gettext_lazy as _
 from rest_framework.exceptions import ValidationError
 from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.request import Request
@@ -15,7 +16,7 @@ from web_app.tree import build_tree, call_detail, call_entry, tree_totals
 
 
 class IsAuditor(BasePermission):
-    message = "The audit API is for auditors and organization admins."
+    message = _("The audit API is for auditors and organization admins.")
 
     def has_permission(self, request, view) -> bool:
         return queries.can_audit(request.user)

@@ -9,13 +9,15 @@ from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer, AsyncWebsocketConsumer
 from django.template.loader import render_to_string
-from django.utils import timezone
+from django.utils import timezone, translation
+from django.utils.translation import gettext
 
 from agents_app.turns import astart_turn
 from audit_app.queries import can_audit
 from chat_app.groups import session_group, user_group
 from chat_app.models import MAX_MESSAGE_CHARS, ChatSession, SessionStatus
 from chat_app.services import TurnInProgress
+from ops_app.languages import language_for_scope
 from web_app.chat import fragments
 from web_app.chat.transcript import build_turns
 from web_app.rendering import estate_links
@@ -32,10 +34,12 @@ def read_chat_frame(text_data: str | None) -> tuple[str, str]:
     except ValueError:
         data = None
     if not isinstance(data, dict) or not isinstance(data.get("message", ""), str):
-        return "", 'Not understood: send a JSON object like {"message": "your text"}.'
+        return "", gettext('Not understood: send a JSON object like {"message": "your text"}.')
     message = data.get("message", "")
     if len(message.strip()) > MAX_MESSAGE_CHARS:
-        return "", f"The message is too long: at most {MAX_MESSAGE_CHARS} characters."
+        return "", gettext("The message is too long: at most %(limit)s characters.") % {
+            "limit": MAX_MESSAGE_CHARS
+        }
     return message, ""
 
 
@@ -99,10 +103,12 @@ class ChatConsumer(AsyncWebsocketConsumer):
         self.tiles: dict[int, dict] = {}
         self.pending_text: list[str] = []
         self.flusher: asyncio.Task | None = None
-        # What this viewer may follow from the fragments, and the zone their times are shown in.
+        # What this viewer may follow from the fragments, and the zone and language their times
+        # and words are shown in (the same choice as the pages: docs/i18n.md).
         self.audit = await database_sync_to_async(can_audit)(user)
         self.links = await database_sync_to_async(estate_links)(self.chat.organization_id, user)
         self.zone = await database_sync_to_async(zone_for_scope)(self.scope, user)
+        self.language = await database_sync_to_async(language_for_scope)(self.scope, user)
         self.group = session_group(self.chat.pk)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
@@ -127,27 +133,42 @@ class ChatConsumer(AsyncWebsocketConsumer):
         turn = turns[-1]
         self.turn = turn.key
         self.tiles = {item.data["id"]: item.data for item in turn.items if item.kind == "tile"}
-        html = await sync_to_async(render_to_string)(
-            "chat/_turn.html", {"turn": turn, "oob": True, "chat_session_id": chat.pk}
+        html = await self._localized(
+            render_to_string, "chat/_turn.html", {"turn": turn, "oob": True, "chat_session_id": chat.pk}
         )
-        controls = await sync_to_async(render_to_string)(
-            "chat/_turn_controls.html", {"running": True, "oob": True, "chat_session_id": chat.pk}
+        controls = await self._localized(
+            render_to_string,
+            "chat/_turn_controls.html",
+            {"running": True, "oob": True, "chat_session_id": chat.pk},
         )
         await self.send(text_data=html + controls)
 
+    async def _localized(self, render, *args):
+        """`render(*args)` in a thread, in the viewer's language and time zone."""
+
+        def run():
+            with translation.override(self.language), timezone.override(self.zone):
+                return render(*args)
+
+        return await sync_to_async(run)()
+
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        message, problem = read_chat_frame(text_data)
+        with translation.override(self.language):
+            message, problem = read_chat_frame(text_data)
         if problem:
-            await self.send(text_data=await sync_to_async(fragments.error_bubble)(problem))
+            await self.send(text_data=await self._localized(fragments.error_bubble, problem))
             return
         try:
             await astart_turn(self.chat, message)
         except TurnInProgress:
             # Nothing typed is lost: the page keeps the text in the composer and sends it when
             # the running turn ends (docs/chat.md, "While a turn runs").
-            await self.send(text_data=await sync_to_async(fragments.composer_held)(message))
+            await self.send(text_data=await self._localized(fragments.composer_held, message))
         except ValueError as exc:
-            await self.send(text_data=await sync_to_async(fragments.error_bubble)(str(exc)))
+            # The refusal was raised in English (the turn is not started in the viewer's language,
+            # so the agents' own work is not); its catalog entry gives the viewer's words.
+            refusal = str(exc)
+            await self.send(text_data=await self._localized(lambda: fragments.error_bubble(gettext(refusal))))
 
     async def turn_event(self, message: dict) -> None:
         event = message["event"]
@@ -157,13 +178,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 self._queue_text(event.get("text", ""))
             return
         await self._flush()  # text streamed so far goes out before whatever comes next
-        html = await sync_to_async(self._render_in_zone)(kind, event)
+        html = await self._localized(self._render, kind, event)
         if html:
             await self.send(text_data=html)
-
-    def _render_in_zone(self, kind: str, event: dict) -> str:
-        with timezone.override(self.zone):
-            return self._render(kind, event)
 
     def _render(self, kind: str, event: dict) -> str:
         worker = event.get("worker", False)

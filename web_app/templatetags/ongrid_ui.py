@@ -15,6 +15,7 @@ from django.utils import timezone
 from django.utils.dateformat import format as date_format
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
+from django.utils.translation import pgettext_lazy
 
 from web_app.rendering import EstateLinks, estate_links, render_answer
 
@@ -84,3 +85,28 @@ def agent_text(context, text: str, organization_id: int | None = None) -> SafeSt
     if organization_id not in cache:
         cache[organization_id] = estate_links(organization_id, viewer) if organization_id else EstateLinks()
     return render_answer(text or "", cache[organization_id])
+
+
+# The states a tool call or an agent shows in the chat (audit_app.models.ToolStatus and the
+# session statuses), in the reader's words. The value itself stays the CSS class and data-status.
+STATUS_LABELS = {
+    "ok": pgettext_lazy("tool call status", "ok"),
+    "error": pgettext_lazy("tool call status", "error"),
+    "timeout": pgettext_lazy("tool call status", "timeout"),
+    "redirect": pgettext_lazy("tool call status", "redirect"),
+    "rejected": pgettext_lazy("tool call status", "rejected"),
+    "deduped": pgettext_lazy("tool call status", "deduplicated"),
+    "killed": pgettext_lazy("tool call status", "stopped"),
+    "pending": pgettext_lazy("agent status", "pending"),
+    "running": pgettext_lazy("agent status", "running"),
+    "completed": pgettext_lazy("agent status", "completed"),
+    "failed": pgettext_lazy("agent status", "failed"),
+    "idle": pgettext_lazy("agent status", "idle"),
+}
+
+
+@register.filter
+def status_label(value: str) -> str:
+    """A status as the reader should see it; an unknown one as it is."""
+    label = STATUS_LABELS.get(value)
+    return str(label) if label is not None else value

@@ -1,19 +1,21 @@
 """`manage.py ongrid_purge_audit`: the retention purge, by hand or from cron."""
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
+from django.utils.translation import gettext_lazy as _
 
 from audit_app import retention
+from ops_app.commands import LocalizedCommand
 
 
-class Command(BaseCommand):
-    help = (
+class Command(LocalizedCommand):
+    help = _(
         "Delete audit data (tool calls, LLM calls, quiet session trees) older than --days "
         "(default ONGRID_AUDIT_RETENTION_DAYS), in batches. Open sessions are never touched."
     )
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("--days", type=int, default=None, help="keep this many days (at least 1)")
+        parser.add_argument("--days", type=int, default=None, help=_("keep this many days (at least 1)"))
         parser.add_argument("--batch-size", type=int, default=retention.DEFAULT_BATCH)
 
     def handle(self, *args, days=None, batch_size=retention.DEFAULT_BATCH, **options) -> None:

@@ -14,12 +14,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
+from django.utils.translation import gettext_lazy as _
 
 from evals_app import reports
 from evals_app.judge import judge_provider
 from evals_app.runner import RunOptions, RunResult, run_suite
 from evals_app.scenarios import SCENARIOS_DIR, ScenarioError, load_suite
+from ops_app.commands import LocalizedCommand
 
 BAR_WIDTH = 24
 
@@ -45,25 +47,29 @@ def use_model(model: str | None, base_url: str | None) -> str:
     return settings.CONFIG.model
 
 
-class Command(BaseCommand):
-    help = "Run the agents' evaluation scenarios and grade them."
+class Command(LocalizedCommand):
+    help = _("Run the agents' evaluation scenarios and grade them.")
 
     def add_arguments(self, parser):
-        parser.add_argument("--model", help="model to evaluate ('offline' for the offline model)")
-        parser.add_argument("--base-url", help="OpenAI-compatible endpoint (default OPENAI_BASE_URL)")
-        parser.add_argument("--only", action="append", default=[], help="name, category, tag or difficulty")
-        parser.add_argument("--repeat", type=int, default=1, help="runs per scenario")
-        parser.add_argument("--parallel", type=int, default=1, help="scenarios running at once")
-        parser.add_argument("--judge-model", help="LLM judge of the root cause (default: none)")
-        parser.add_argument("--judge-base-url", help="the judge's endpoint (ONGRID_EVAL_JUDGE_BASE_URL)")
-        parser.add_argument("--baseline", help="a previous results.json to compare with")
-        parser.add_argument("--output", help="directory for the reports (default var/evals/<timestamp>)")
-        parser.add_argument("--scenarios", help="scenario directory (default evals/scenarios)")
+        parser.add_argument("--model", help=_("model to evaluate ('offline' for the offline model)"))
+        parser.add_argument("--base-url", help=_("OpenAI-compatible endpoint (default OPENAI_BASE_URL)"))
         parser.add_argument(
-            "--live", action="store_true", help="no recordings: tools query the real back ends"
+            "--only", action="append", default=[], help=_("name, category, tag or difficulty")
         )
-        parser.add_argument("--keep", action="store_true", help="keep each organization for the audit pages")
-        parser.add_argument("--list", action="store_true", help="list the selected scenarios and stop")
+        parser.add_argument("--repeat", type=int, default=1, help=_("runs per scenario"))
+        parser.add_argument("--parallel", type=int, default=1, help=_("scenarios running at once"))
+        parser.add_argument("--judge-model", help=_("LLM judge of the root cause (default: none)"))
+        parser.add_argument("--judge-base-url", help=_("the judge's endpoint (ONGRID_EVAL_JUDGE_BASE_URL)"))
+        parser.add_argument("--baseline", help=_("a previous results.json to compare with"))
+        parser.add_argument("--output", help=_("directory for the reports (default var/evals/<timestamp>)"))
+        parser.add_argument("--scenarios", help=_("scenario directory (default evals/scenarios)"))
+        parser.add_argument(
+            "--live", action="store_true", help=_("no recordings: tools query the real back ends")
+        )
+        parser.add_argument(
+            "--keep", action="store_true", help=_("keep each organization for the audit pages")
+        )
+        parser.add_argument("--list", action="store_true", help=_("list the selected scenarios and stop"))
 
     def handle(self, *args, **options):
         if options["repeat"] < 1 or options["parallel"] < 1:

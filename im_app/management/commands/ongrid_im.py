@@ -6,13 +6,14 @@ from __future__ import annotations
 import asyncio
 import signal
 
-from django.core.management.base import BaseCommand
+from django.utils.translation import gettext_lazy as _
 
 from im_app.polling import run_all
+from ops_app.commands import LocalizedCommand
 
 
-class Command(BaseCommand):
-    help = (
+class Command(LocalizedCommand):
+    help = _(
         "Run the outbound-only IM connections (Telegram long polling, Slack Socket Mode) of all enabled apps."
     )
 

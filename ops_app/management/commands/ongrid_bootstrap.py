@@ -13,17 +13,18 @@ import secrets
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand
 from django.db import transaction
+from django.utils.translation import gettext_lazy as _
 
 from ops_app import datasources, knowledge, roles
+from ops_app.commands import LocalizedCommand
 from ops_app.demo import load_demo_estate
 from ops_app.models import AlertmanagerReceiver
 from ops_app.services import create_organization, set_membership
 
 
-class Command(BaseCommand):
-    help = "Create the demo organization and the admin user (idempotent) and print how to log in."
+class Command(LocalizedCommand):
+    help = _("Create the demo organization and the admin user (idempotent) and print how to log in.")
 
     def add_arguments(self, parser):
         parser.add_argument("--organization", default=os.environ.get("ONGRID_ORG_NAME", "Demo Shop"))

@@ -7,18 +7,22 @@ are encrypted. Exits non-zero when a value cannot be decrypted with any configur
 from __future__ import annotations
 
 from cryptography.fernet import Fernet
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
+from django.utils.translation import gettext_lazy as _
 
 from ops_app import encryption
+from ops_app.commands import LocalizedCommand
 
 
-class Command(BaseCommand):
-    help = "Re-encrypt every stored secret with the current key (run after adding a key in front)."
+class Command(LocalizedCommand):
+    help = _("Re-encrypt every stored secret with the current key (run after adding a key in front).")
 
     def add_arguments(self, parser):
         parser.add_argument("--batch-size", type=int, default=500)
         parser.add_argument(
-            "--generate-key", action="store_true", help="Print a new key for ONGRID_ENCRYPTION_KEYS and exit."
+            "--generate-key",
+            action="store_true",
+            help=_("Print a new key for ONGRID_ENCRYPTION_KEYS and exit."),
         )
 
     def handle(self, *args, batch_size: int, generate_key: bool, **options):

@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
+from django.utils.translation import gettext_lazy as _
 
+from ops_app.commands import LocalizedCommand
 from ops_app.models import ApiToken
 
 
-class Command(BaseCommand):
-    help = "Issue an API token for USERNAME and print it once (Ongrid stores only its hash)."
+class Command(LocalizedCommand):
+    help = _("Issue an API token for USERNAME and print it once (Ongrid stores only its hash).")
 
     def add_arguments(self, parser):
         parser.add_argument("username")
-        parser.add_argument("--name", default="", help="What the token is for (shown in the admin).")
+        parser.add_argument("--name", default="", help=_("What the token is for (shown in the admin)."))
         parser.add_argument(
-            "--revoke-all", action="store_true", help="Delete the user's existing tokens first."
+            "--revoke-all", action="store_true", help=_("Delete the user's existing tokens first.")
         )
 
     def handle(self, *args, username: str, name: str, revoke_all: bool, **options):

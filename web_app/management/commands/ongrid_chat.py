@@ -9,20 +9,22 @@ import asyncio
 import sys
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
+from django.utils.translation import gettext_lazy as _
 
 from agents_app.runtime import get_runtime
 from chat_app import services
 from chat_app.models import ChatSession, SessionStatus
+from ops_app.commands import LocalizedCommand
 
 
-class Command(BaseCommand):
-    help = "Ask Ongrid's coordinator one question and print the turn as it happens."
+class Command(LocalizedCommand):
+    help = _("Ask Ongrid's coordinator one question and print the turn as it happens.")
 
     def add_arguments(self, parser):
         parser.add_argument("question")
-        parser.add_argument("--session", type=int, help="continue this chat session (yours)")
-        parser.add_argument("--user", default="admin", help="whose chat (default: admin)")
+        parser.add_argument("--session", type=int, help=_("continue this chat session (yours)"))
+        parser.add_argument("--user", default="admin", help=_("whose chat (default: admin)"))
 
     def handle(self, *args, question: str, session: int | None, user: str, **options):
         owner = get_user_model().objects.filter(username=user).first()
