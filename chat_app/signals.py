@@ -25,6 +25,9 @@ investigation_finished = Signal()
 #   markdown         a short Markdown summary (the finding with its evidence, or the key figures)
 #   url              the absolute address of the run page (inspection) or the report page (report)
 #   status           "ok" | "warning" | "problem" for an inspection, "report" for a report
+#   compose          optional: a callable returning (title, markdown) written in the active
+#                    language, for a receiver that posts in its reader's language (the IM bridges
+#                    call it once per chat app, inside that app's language)
 # A receiver returns a short outcome ("posted to 2 channel(s)") kept on the run, and must not
 # raise for a chat outage: it logs it. The sender uses `send_robust`, so one that does raise is
 # recorded as a failed delivery and never fails the run.

@@ -4,6 +4,11 @@ and the relay that turns the session's events into a placeholder message edited 
 A platform module adapts its wire format to a `Thread` (post / edit / render) and calls
 `converse`; everything else — tenancy, linking, `/new`, throttling, the final answer, the
 approval cards — happens here once for every platform.
+
+The fixed words Ongrid writes in a thread (placeholder, progress, links, buttons, cards, refusals)
+are in the thread's language (`im_app.languages.thread_language`), active for the whole handling
+of one message or one button press (`translation.override`; the active language is per task, so
+two threads answered at once never see each other's). What the agents wrote stays as written.
 """
 
 from __future__ import annotations
@@ -16,8 +21,11 @@ from typing import Protocol
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from django.core.exceptions import PermissionDenied
+from django.db import models
 from django.urls import reverse
+from django.utils import translation
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from agents_app import proposals
 from agents_app.models import MutatingProposal
@@ -25,9 +33,10 @@ from agents_app.runtime import get_runtime
 from agents_app.turns import astart_turn
 from chat_app import services
 from chat_app.groups import session_group
-from chat_app.models import ChatSession
+from chat_app.models import ChatSession, SessionStatus
 from im_app import identities
 from im_app.identities import Sender
+from im_app.languages import thread_language
 from im_app.models import IMApp
 from ops_app import roles
 from ops_app.tenancy import organization_of
@@ -36,7 +45,7 @@ log = logging.getLogger(__name__)
 
 EDIT_INTERVAL = 0.8  # seconds between two edits of one message, at least
 TURN_LIMIT = 3600.0  # a relay gives up waiting for a turn's end after this long
-PLACEHOLDER = "Looking into it…"
+PLACEHOLDER = gettext_lazy("Looking into it…")  # str() it where it is shown, in the thread's language
 
 
 class Thread(Protocol):
@@ -86,8 +95,8 @@ athread_session = sync_to_async(thread_session)
 
 def links_for(session_id: int) -> list[tuple[str, str]]:
     return [
-        ("Transcript", identities.public_url(reverse("chat-page", args=[session_id]))),
-        ("Audit", identities.public_url(reverse("audit-session", args=[session_id]))),
+        (_("Transcript"), identities.public_url(reverse("chat-page", args=[session_id]))),
+        (_("Audit"), identities.public_url(reverse("audit-session", args=[session_id]))),
     ]
 
 
@@ -101,11 +110,22 @@ async def converse(
     verdict = await sync_to_async(identities.resolve)(app, sender)
     if not verdict.allowed:
         return None
+    with translation.override(await sync_to_async(thread_language)(app, verdict.user)):
+        return await _converse(app, thread, verdict, thread_id, text)
+
+
+async def _converse(
+    app: IMApp, thread: Thread, verdict: identities.Verdict, thread_id: str, text: str
+) -> ChatSession | None:
+    """`converse` once the sender is known, in the thread's language."""
     if verdict.user is None:
         await thread.post(
             thread.plain(
-                "Hello! I don't know who you are in Ongrid yet. Link your account once, signed in, "
-                f"at {verdict.link_url} (the link works for 30 minutes), then write again."
+                _(
+                    "Hello! I don't know who you are in Ongrid yet. Link your account once, signed in, "
+                    "at %(url)s (the link works for 30 minutes), then write again."
+                )
+                % {"url": verdict.link_url}
             )
         )
         return None
@@ -117,7 +137,7 @@ async def converse(
         text = words[1] if len(words) > 1 else ""
     session = await athread_session(app, verdict.user, thread_id, fresh=fresh)
     if fresh and not text.strip():
-        await thread.post(thread.plain("Started a new conversation. What should I look into?"))
+        await thread.post(thread.plain(_("Started a new conversation. What should I look into?")))
         return session
     await relay(thread, session, text)
     return session
@@ -190,7 +210,7 @@ async def relay(thread: Thread, session: ChatSession, text: str) -> None:
     await layer.group_add(group, channel)
     try:
         stop = stop_button(session.pk)
-        ref = await thread.post(thread.plain(PLACEHOLDER), stop)
+        ref = await thread.post(thread.plain(str(PLACEHOLDER)), stop)
         try:
             await astart_turn(session, text)
         except (services.TurnInProgress, ValueError) as exc:
@@ -235,13 +255,12 @@ class Progress:
         elif kind == "note":
             self._line(f"💬 {event.get('text', '')}")
         elif kind == "worker.started":
-            self.workers[event.get("session")] = event.get("persona", "worker")
+            self.workers[event.get("session")] = event.get("persona") or _("worker")
             self._line(f"▶ {event.get('persona')}: {event.get('description', '')}")
         elif kind == "worker.ended":
-            persona = self.workers.get(event.get("session"), "worker")
-            self._line(
-                f"{'✓' if event.get('status') == 'completed' else '✗'} {persona} {event.get('status')}"
-            )
+            persona = self.workers.get(event.get("session")) or _("worker")
+            status = event.get("status") or ""
+            self._line(f"{'✓' if status == 'completed' else '✗'} {persona} {status_word(status)}")
         elif kind == "tool.started" and not event.get("worker"):
             self._line(f"· {event.get('name')}…")
         else:
@@ -252,14 +271,22 @@ class Progress:
         self.lines = (self.lines + [line[:300]])[-self.MAX_LINES :]
 
 
+def status_word(status: str) -> str:
+    """A worker's end status as the thread reads it (the chat's own labels, lower-cased, as a
+    word inside a line); an unknown one as the runtime wrote it."""
+    if status in SessionStatus.values:
+        return str(SessionStatus(status).label).lower()
+    return status
+
+
 def _final(thread: Thread, session_id: int, ended: dict) -> list[str]:
     text = ended.get("text") or ""
     if ended.get("stopped"):
         text = f"{text}\n\n⏹ {ended['stopped']}".strip()
     elif ended.get("status") != "completed":
-        problem = ended.get("error") or "The turn ended without an answer."
+        problem = ended.get("error") or _("The turn ended without an answer.")
         text = f"{text}\n\n⚠️ {problem}".strip()
-    return thread.final(text or "(no answer)", links_for(session_id))
+    return thread.final(text or _("(no answer)"), links_for(session_id))
 
 
 async def _show_card(thread: Thread, cards: dict[int, object], proposal: dict) -> None:
@@ -279,7 +306,7 @@ async def _show_card(thread: Thread, cards: dict[int, object], proposal: dict) -
 
 def stop_button(session_id: int) -> list[tuple[str, str]]:
     """The button the placeholder carries while the turn runs (`im:stop:<root session id>`)."""
-    return [("Stop", f"im:stop:{session_id}")]
+    return [(_("Stop"), f"im:stop:{session_id}")]
 
 
 def may_stop(user, session: ChatSession) -> bool:
@@ -299,7 +326,7 @@ def stoppable(app: IMApp, external_user_id: str, session_id: int) -> tuple[objec
     app started are found at all, so a button can never reach another organization's turn."""
     user = identities.linked_user(app, external_user_id)
     if user is None:
-        return None, "Link your Ongrid account first: write to the bot to get a link."
+        return None, _("Link your Ongrid account first: write to the bot to get a link.")
     session = ChatSession.objects.filter(
         pk=session_id,
         organization_id=app.organization_id,
@@ -308,10 +335,10 @@ def stoppable(app: IMApp, external_user_id: str, session_id: int) -> tuple[objec
         parent_session__isnull=True,
     ).first()
     if session is None:
-        return None, "This conversation is not known here."
+        return None, _("This conversation is not known here.")
     if not may_stop(user, session):
         log.warning("IM app %s: %s may not stop session %s", app.pk, external_user_id, session_id)
-        return None, "Only the chat's owner or an org admin may stop this."
+        return None, _("Only the chat's owner or an org admin may stop this.")
     return user, ""
 
 
@@ -322,7 +349,7 @@ async def astop_pressed(app: IMApp, external_user_id: str, session_id: int) -> t
     if user is None:
         return False, refusal
     stopped = await get_runtime().stop_session(session_id, by=user.get_username())
-    return True, "Stopping…" if stopped else "Nothing is running."
+    return True, _("Stopping…") if stopped else _("Nothing is running.")
 
 
 # --- approval buttons --------------------------------------------------------------------------
@@ -338,51 +365,70 @@ def decide(
     """
     user = identities.linked_user(app, external_user_id)
     if user is None:
-        return False, "Link your Ongrid account first: write to the bot to get a link.", None
+        return False, _("Link your Ongrid account first: write to the bot to get a link."), None
     proposal = (
         MutatingProposal.objects.select_related("root_session")
         .filter(pk=proposal_id, organization_id=app.organization_id)
         .first()
     )
     if proposal is None:
-        return False, "This change is not known here.", None
+        return False, _("This change is not known here."), None
     if not proposals.may_sign(user, proposal):
         log.warning("IM app %s: %s may not sign proposal %s", app.pk, external_user_id, proposal_id)
-        return False, "Only the chat's owner or an org admin may decide this change.", None
+        return False, _("Only the chat's owner or an org admin may decide this change."), None
     try:
         proposal = proposals.sign(proposal, user, approve)
     except proposals.ProposalClosed as exc:
         return False, str(exc), proposals.describe_proposal(proposal)
-    verb = "Approved" if approve else "Rejected"
-    return True, f"{verb}.", proposals.describe_proposal(proposal)
+    return True, _("Approved.") if approve else _("Rejected."), proposals.describe_proposal(proposal)
 
 
 adecide = sync_to_async(decide)
 
 
+def presser_language(app: IMApp, external_user_id: str) -> str:
+    """The language a button press is answered in: the thread's, with the presser as its sender."""
+    return thread_language(app, identities.linked_user(app, external_user_id))
+
+
+apresser_language = sync_to_async(presser_language)
+
+
 def card_summary(proposal: dict) -> list[str]:
     """The lines of an approval card, shared by every platform's renderer."""
+    reviewer = _label(MutatingProposal.Decision, proposal.get("reviewer_decision") or "")
+    radius = _label(MutatingProposal.BlastRadius, proposal.get("blast_radius") or "") or _("unknown")
     lines = [
-        f"Action: {proposal.get('action')}",
-        f"Target: {proposal.get('target')}",
-        f"Reason: {proposal.get('reason')}",
-        f"Blast radius: {proposal.get('blast_radius') or 'unknown'}",
-        f"Reviewer: {proposal.get('reviewer_decision')} — {(proposal.get('reviewer_reason') or '')[:300]}",
+        _("Action: %(action)s") % {"action": proposal.get("action")},
+        _("Target: %(target)s") % {"target": proposal.get("target")},
+        _("Reason: %(reason)s") % {"reason": proposal.get("reason")},
+        _("Blast radius: %(radius)s") % {"radius": radius},
+        _("Reviewer: %(decision)s — %(reason)s")
+        % {"decision": reviewer, "reason": (proposal.get("reviewer_reason") or "")[:300]},
     ]
     if proposal.get("awaiting_human"):
-        lines.append("Awaiting approval by the chat's owner or an org admin.")
+        lines.append(_("Awaiting approval by the chat's owner or an org admin."))
     elif proposal.get("decision") in ("approve", "reject"):
         who = proposal.get("human_approver")
-        verdict = "Approved" if proposal["decision"] == "approve" else "Rejected"
-        lines.append(f"{verdict}{f' by {who}' if who else ''}: {proposal.get('decision_reason', '')}")
+        reason = proposal.get("decision_reason", "")
+        if proposal["decision"] == "approve":
+            line = _("Approved by %(who)s: %(reason)s") if who else _("Approved: %(reason)s")
+        else:
+            line = _("Rejected by %(who)s: %(reason)s") if who else _("Rejected: %(reason)s")
+        lines.append(line % {"who": who, "reason": reason})
     return lines
+
+
+def _label(choices: type[models.TextChoices], value: str) -> str:
+    """A stored choice as the card reads it (the model's translated label; unknown values as stored)."""
+    return str(choices(value).label) if value in choices.values else value
 
 
 def approval_buttons(proposal: dict) -> list[tuple[str, str]] | None:
     """Approve / Reject while the proposal waits for a human; no buttons once it is decided."""
     if not proposal.get("awaiting_human"):
         return None
-    return [("Approve", f"im:approve:{proposal['id']}"), ("Reject", f"im:reject:{proposal['id']}")]
+    return [(_("Approve"), f"im:approve:{proposal['id']}"), (_("Reject"), f"im:reject:{proposal['id']}")]
 
 
 def with_footer(chunks: list[str], footer: str, limit: int) -> list[str]:

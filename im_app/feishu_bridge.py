@@ -8,6 +8,9 @@ import json
 import logging
 import re
 
+from django.utils import translation
+from django.utils.translation import gettext as _
+
 from im_app import conversation
 from im_app.formatting import split_rendered
 from im_app.identities import Sender
@@ -49,7 +52,8 @@ class FeishuThread:
         return conversation.with_footer(chunks, footer, MAX_TEXT)
 
     def card(self, proposal: dict) -> tuple[str, list | None]:
-        title = "**Approval needed**" if proposal.get("awaiting_human") else "**Change decided**"
+        title = _("Approval needed") if proposal.get("awaiting_human") else _("Change decided")
+        title = f"**{escape(title)}**"
         body = "\n".join(escape(line) for line in conversation.card_summary(proposal))
         return f"{title}\n{body}", conversation.approval_buttons(proposal)
 
@@ -103,20 +107,28 @@ def button_of(event: dict) -> tuple[str, str, str, str]:
 
 
 async def press(app: IMApp, event: dict) -> tuple[str, dict | None]:
-    """A card button: (the toast to show the presser, the card's new state to PATCH or None)."""
-    verb, target, presser, _ = button_of(event)
+    """A card button: (the toast to show the presser, the card's new state to PATCH or None), in
+    the thread's language."""
+    verb, target, presser, _message = button_of(event)
+    with translation.override(await conversation.apresser_language(app, presser)):
+        return await _press(app, verb, target, presser)
+
+
+async def _press(app: IMApp, verb: str, target: str, presser: str) -> tuple[str, dict | None]:
     if not target.isdigit():
-        return "Unknown button.", None
+        return _("Unknown button."), None
     if verb == "stop":
         _, answer = await conversation.astop_pressed(app, presser, int(target))
         return answer, None
     if verb not in ("approve", "reject"):
-        return "Unknown button.", None
+        return _("Unknown button."), None
     _, answer, proposal = await conversation.adecide(app, presser, int(target), verb == "approve")
     return answer, proposal
 
 
-async def update_decided_card(app: IMApp, message_id: str, proposal: dict) -> None:
+async def update_decided_card(app: IMApp, message_id: str, proposal: dict, presser: str = "") -> None:
+    """Redraw a decided card (after the toast answer), in the language the press was answered in."""
     thread = FeishuThread(FeishuClient(app), "")
-    rendered, buttons = thread.card(proposal)
+    with translation.override(await conversation.apresser_language(app, presser)):
+        rendered, buttons = thread.card(proposal)
     await thread.edit(message_id, rendered, buttons)

@@ -1,7 +1,12 @@
-"""The reply language of a chat-app thread: the app's `reply_language`, when set (docs/i18n.md)."""
+"""The language of a chat-app thread (docs/i18n.md, "IM threads"): for the agents, the app's
+`reply_language` when set; for the words Ongrid itself writes there, `thread_language`."""
 
 from __future__ import annotations
 
+from asgiref.sync import sync_to_async
+from django.conf import settings
+
+from agents_app.reply_language import normalize
 from chat_app.models import ChatSession
 from im_app.models import IMApp
 
@@ -22,3 +27,18 @@ async def athread_language(session: ChatSession) -> str:
         .afirst()
     )
     return language or ""
+
+
+def thread_language(app: IMApp, user=None) -> str:
+    """The language of the fixed words Ongrid writes in one of this app's threads (placeholder,
+    progress, links, buttons, cards, refusals): the app's reply language when set, else the linked
+    sender's own setting (`Membership.language`), else English. Channel posts without a sender
+    (summaries, schedule copies) pass no user. The one place this choice is made (docs/i18n.md)."""
+    chosen = normalize(app.reply_language)
+    if not chosen and user is not None:
+        membership = getattr(user, "membership", None)  # staff without an organization have none
+        chosen = normalize(getattr(membership, "language", "") or "")
+    return chosen or settings.LANGUAGE_CODE
+
+
+athread_language_for = sync_to_async(thread_language)

@@ -11,10 +11,13 @@ import logging
 import re
 
 from asgiref.sync import sync_to_async
+from django.utils import translation
+from django.utils.translation import gettext as _
 
 from im_app import background, conversation, deliveries, identities
 from im_app.formatting import split_rendered
 from im_app.identities import Sender
+from im_app.languages import thread_language
 from im_app.models import IMApp
 from im_app.platforms.slack import MAX_TEXT, SlackClient, escape, to_mrkdwn
 
@@ -50,7 +53,8 @@ class SlackThread:
         return conversation.with_footer(chunks, footer, MAX_TEXT)
 
     def card(self, proposal: dict) -> tuple[str, list | None]:
-        title = "*Approval needed*" if proposal.get("awaiting_human") else "*Change decided*"
+        title = _("Approval needed") if proposal.get("awaiting_human") else _("Change decided")
+        title = f"*{escape(title)}*"
         body = "\n".join(escape(line) for line in conversation.card_summary(proposal))
         return f"{title}\n{body}", conversation.approval_buttons(proposal)
 
@@ -116,15 +120,23 @@ async def handle_action(app: IMApp, payload: dict, client: SlackClient | None = 
     user = (payload.get("user") or {}).get("id", "")
     if not value.isdigit():
         return
+    with translation.override(await conversation.apresser_language(app, user)):
+        await _press(app, client, verb, int(value), channel, message, user)
+
+
+async def _press(
+    app: IMApp, client: SlackClient, verb: str, value: int, channel: str, message: dict, user: str
+):
+    """A button press, answered in the thread's language."""
     if verb == "stop":
-        _, answer = await conversation.astop_pressed(app, user, int(value))
+        _, answer = await conversation.astop_pressed(app, user, value)
         await client.post_ephemeral(
             channel, user, answer, thread_ts=message.get("thread_ts") or message.get("ts")
         )
         return
     if verb not in ("approve", "reject"):
         return
-    done, answer, card = await conversation.adecide(app, user, int(value), verb == "approve")
+    done, answer, card = await conversation.adecide(app, user, value, verb == "approve")
     thread = SlackThread(client, channel, message.get("thread_ts") or message.get("ts", ""))
     if not done:
         await client.post_ephemeral(channel, user, answer, thread_ts=thread.thread_ts)
@@ -145,14 +157,24 @@ async def handle_command(app: IMApp, form: dict, client: SlackClient | None = No
     verdict = await sync_to_async(identities.resolve)(app, sender)
     if not verdict.allowed:
         return
-    if verdict.user is None:
-        await client.post_ephemeral(
-            channel, user, f"Link your Ongrid account once, signed in, at {verdict.link_url}, then try again."
-        )
-        return
-    question = (form.get("text") or "").strip()
-    opener = f"New conversation with <@{user}>" + (f": {escape(question[:200])}" if question else "")
-    root = await client.post_message(channel, opener, thread_ts=None)
+    with translation.override(await sync_to_async(thread_language)(app, verdict.user)):
+        if verdict.user is None:
+            await client.post_ephemeral(
+                channel,
+                user,
+                _("Link your Ongrid account once, signed in, at %(url)s, then try again.")
+                % {"url": verdict.link_url},
+            )
+            return
+        question = (form.get("text") or "").strip()
+        if question:
+            opener = _("New conversation with %(who)s: %(question)s") % {
+                "who": f"<@{user}>",
+                "question": escape(question[:200]),
+            }
+        else:
+            opener = _("New conversation with %(who)s") % {"who": f"<@{user}>"}
+        root = await client.post_message(channel, opener, thread_ts=None)
     thread = SlackThread(client, channel, root)
     await conversation.converse(app, thread, sender, f"{channel}:{root}", f"/new {question}".strip())
 
@@ -178,10 +200,17 @@ def accept_interaction(app: IMApp, payload: dict) -> None:
 
 
 def command_answer(form: dict) -> str:
-    """What the typist of a slash command sees at once (ephemeral): Ongrid knows only `/new`."""
+    """What the typist of a slash command sees at once (ephemeral), in the active language:
+    Ongrid knows only `/new`."""
     if form.get("command") != "/new":
-        return "Ongrid knows only /new."
-    return "Starting a new conversation…"
+        return _("Ongrid knows only /new.")
+    return _("Starting a new conversation…")
+
+
+async def acommand_answer(app: IMApp, form: dict) -> str:
+    """`command_answer` in the language of the typist's thread (the app's, else theirs)."""
+    with translation.override(await conversation.apresser_language(app, form.get("user_id", ""))):
+        return command_answer(form)
 
 
 async def accept_command(app: IMApp, form: dict) -> bool:

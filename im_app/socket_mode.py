@@ -108,7 +108,10 @@ async def _envelope(app: IMApp, socket: ClientConnection, envelope: dict) -> Non
     kind, payload = envelope.get("type"), envelope.get("payload") or {}
     ack: dict = {"envelope_id": envelope["envelope_id"]}
     if kind == "slash_commands" and envelope.get("accepts_response_payload"):
-        ack["payload"] = {"response_type": "ephemeral", "text": slack_bridge.command_answer(payload)}
+        ack["payload"] = {
+            "response_type": "ephemeral",
+            "text": await slack_bridge.acommand_answer(app, payload),
+        }
     await socket.send(json.dumps(ack))
     try:
         if kind == "events_api":

@@ -6,6 +6,9 @@ from __future__ import annotations
 import html
 import logging
 
+from django.utils import translation
+from django.utils.translation import gettext as _
+
 from im_app import conversation
 from im_app.formatting import split_rendered
 from im_app.identities import Sender
@@ -42,7 +45,8 @@ class TelegramThread:
         return conversation.with_footer(chunks, footer, MAX_TEXT)
 
     def card(self, proposal: dict) -> tuple[str, list | None]:
-        title = "<b>Approval needed</b>" if proposal.get("awaiting_human") else "<b>Change decided</b>"
+        title = _("Approval needed") if proposal.get("awaiting_human") else _("Change decided")
+        title = f"<b>{html.escape(title, quote=False)}</b>"
         body = "\n".join(html.escape(line, quote=False) for line in conversation.card_summary(proposal))
         return f"{title}\n{body}", conversation.approval_buttons(proposal)
 
@@ -93,14 +97,20 @@ async def handle_update(app: IMApp, update: dict, client: TelegramClient | None 
 
 
 async def _button(app: IMApp, client: TelegramClient, query: dict) -> None:
-    verb, _, proposal_id = (query.get("data") or "").removeprefix("im:").partition(":")
+    """A button press, answered (and its card redrawn) in the thread's language."""
     presser = str((query.get("from") or {}).get("id", ""))
+    with translation.override(await conversation.apresser_language(app, presser)):
+        await _press(app, client, query, presser)
+
+
+async def _press(app: IMApp, client: TelegramClient, query: dict, presser: str) -> None:
+    verb, _sep, proposal_id = (query.get("data") or "").removeprefix("im:").partition(":")
     if verb == "stop" and proposal_id.isdigit():
         _, answer = await conversation.astop_pressed(app, presser, int(proposal_id))
         await client.answer_callback(query["id"], answer)
         return
     if verb not in ("approve", "reject") or not proposal_id.isdigit():
-        await client.answer_callback(query["id"], "Unknown button.")
+        await client.answer_callback(query["id"], _("Unknown button."))
         return
     done, answer, card = await conversation.adecide(app, presser, int(proposal_id), verb == "approve")
     await client.answer_callback(query["id"], answer)

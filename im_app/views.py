@@ -108,7 +108,7 @@ async def slack_commands(request: HttpRequest, app_id: int) -> HttpResponse:
     form = {key: request.POST.get(key, "") for key in request.POST}
     if form.get("command") == "/new" and not await slack_bridge.accept_command(app, form):
         return HttpResponse(status=200)  # a redelivery
-    return JsonResponse({"response_type": "ephemeral", "text": slack_bridge.command_answer(form)})
+    return JsonResponse({"response_type": "ephemeral", "text": await slack_bridge.acommand_answer(app, form)})
 
 
 @csrf_exempt
@@ -136,7 +136,10 @@ async def feishu_events(request: HttpRequest, app_id: int) -> HttpResponse:
         message_id = feishu_bridge.button_of(event)[3]
         if proposal is not None and message_id:
             background.run_after_answer(
-                feishu_bridge.update_decided_card(app, message_id, proposal), f"feishu-card-{event_id}"
+                feishu_bridge.update_decided_card(
+                    app, message_id, proposal, feishu_bridge.button_of(event)[2]
+                ),
+                f"feishu-card-{event_id}",
             )
         return JsonResponse({"toast": {"type": "info", "content": toast}})
     if kind == "im.message.receive_v1":

@@ -55,6 +55,9 @@ class Message:
     # The e-mail's (subject, text) in the active language; called once per recipients' language.
     # None: `subject` and `text` as they are.
     email: Callable[[], tuple[str, str]] | None = None
+    # The IM copy's (title, markdown) in the active language, called once per chat app's language.
+    # None: `title` and `markdown` as they are.
+    im: Callable[[], tuple[str, str]] | None = None
 
 
 def sign(secret: str, body: bytes) -> str:
@@ -116,6 +119,7 @@ def _im(schedule: Schedule, message: Message) -> str:
         markdown=message.markdown or message.text,
         url=message.url,
         status=message.status,
+        compose=message.im,
     )
     if not answers:
         raise DeliveryError("no IM bridge is installed")

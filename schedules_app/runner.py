@@ -141,18 +141,24 @@ async def _inspection(run: ScheduleRun, schedule: Schedule) -> delivery.Message:
     title = f"{schedule.name}: {finding['status'].upper()}"
     text = _finding_text(finding) + (f"\n\nIncident #{incident.pk}" if incident else "")
 
-    def email() -> tuple[str, str]:
-        """The inspection's e-mail in the active language (the agent's own words stay as written)."""
+    def local() -> tuple[str, str]:
+        """The inspection's title and text in the active language (the agent's own words stay
+        as written), for the e-mail and the IM copies."""
         local_title = f"{schedule.name}: {_finding_label(finding['status']).upper()}"
         body = _finding_text(finding, translated=True)
         if incident:
             body += "\n\n" + gettext("Incident #%(number)s") % {"number": incident.pk}
+        return local_title, body
+
+    def email() -> tuple[str, str]:
+        local_title, body = local()
         return f"[Ongrid] {local_title}", body
 
     return delivery.Message(
         subject=f"[Ongrid] {title}",
         text=text,
         email=email,
+        im=local,
         title=title,
         markdown=text,
         url=page_url(reverse("schedule-run", args=[run.pk])),
@@ -228,6 +234,7 @@ async def _report(run: ScheduleRun, schedule: Schedule) -> delivery.Message:
         subject=f"[Ongrid] {report}",
         text=report_text(report),
         email=lambda: (f"[Ongrid] {report}", report_text(report)),
+        im=lambda: (str(report), report_brief(report)),
         title=str(report),
         markdown=report_brief(report),
         url=page_url(reverse("report", args=[report.pk])),
