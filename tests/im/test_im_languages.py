@@ -275,3 +275,40 @@ def test_a_schedules_copy_is_posted_in_the_apps_language(org, agents_llm, telegr
     assert "Estado: " in spanish and "db-01 /var is nearly full." in spanish
     assert f'/schedules/runs/{run.pk}/">Ejecución</a>' in spanish
     assert "<b>disk check: PROBLEM</b>" in english and f'/schedules/runs/{run.pk}/">Run</a>' in english
+
+
+@threads
+@pytest.mark.django_db(transaction=True)
+async def test_slacks_new_command_answers_and_opens_its_thread_in_the_typists_language(
+    org, member, agents_llm
+):
+    from urllib.parse import urlencode
+
+    from fakes.slack_api import FakeSlack
+    from tests.support.im import post_slack, slack_app
+
+    slack = FakeSlack().start()
+    try:
+        app = await sync_to_async(slack_app)(org, slack)
+        spanish = await sync_to_async(slack_app)(org, slack, name="Spanish bot", reply_language="es")
+        await sync_to_async(link)(app, "U42", member)
+        await sync_to_async(set_language)(member, "fr")
+        agents_llm.add("default", text("Rien de neuf."))
+        form = "application/x-www-form-urlencoded"
+
+        def command(trigger: str, user: str) -> bytes:
+            fields = {"command": "/new", "text": "quoi de neuf ?", "user_id": user, "channel_id": "C1"}
+            return urlencode({**fields, "trigger_id": trigger}).encode()
+
+        answer = await post_slack(app, "commands", command("T1", "U42"), content_type=form)
+        unlinked = await post_slack(spanish, "commands", command("T2", "U99"), content_type=form)
+
+        assert answer.json()["text"] == "Ouverture d’une nouvelle conversation…"
+        [opener] = [c for c in slack.called("chat.postMessage") if "thread_ts" not in c.body]
+        assert opener.body["text"] == "Nouvelle conversation avec <@U42> : quoi de neuf ?"
+        assert unlinked.json()["text"] == "Empezando una conversación nueva…"
+        [link_reply] = slack.ephemeral
+        assert link_reply["user"] == "U99"
+        assert link_reply["text"].startswith("Vincula tu cuenta de Ongrid una sola vez")
+    finally:
+        slack.stop()
