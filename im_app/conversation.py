@@ -34,6 +34,7 @@ from agents_app.turns import astart_turn
 from chat_app import services
 from chat_app.groups import session_group
 from chat_app.models import ChatSession, SessionStatus
+from chat_app.stops import for_viewer
 from im_app import identities
 from im_app.identities import Sender
 from im_app.languages import thread_language
@@ -282,7 +283,7 @@ def status_word(status: str) -> str:
 def _final(thread: Thread, session_id: int, ended: dict) -> list[str]:
     text = ended.get("text") or ""
     if ended.get("stopped"):
-        text = f"{text}\n\n⏹ {ended['stopped']}".strip()
+        text = f"{text}\n\n⏹ {for_viewer(ended['stopped'])}".strip()  # the runtime's English, translated
     elif ended.get("status") != "completed":
         problem = ended.get("error") or _("The turn ended without an answer.")
         text = f"{text}\n\n⚠️ {problem}".strip()

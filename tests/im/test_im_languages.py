@@ -312,3 +312,26 @@ async def test_slacks_new_command_answers_and_opens_its_thread_in_the_typists_la
         assert link_reply["text"].startswith("Vincula tu cuenta de Ongrid una sola vez")
     finally:
         slack.stop()
+
+
+@threads
+@pytest.mark.django_db(transaction=True)
+async def test_the_stop_button_its_answer_and_the_stop_line_are_in_the_apps_language(
+    org, member, telegram, agents_llm
+):
+    app = await sync_to_async(telegram_app)(org, telegram, reply_language="es")
+    await sync_to_async(link)(app, ALICE, member)
+    agents_llm.add("default", text("still thinking " * 200, chunk_size=3, chunk_delay=0.02))
+
+    await post_telegram(app, tg_message(1, "Revisa todos los hosts"), wait=False)
+    message_id = await until(lambda: min(telegram.messages) if telegram.messages else None)
+    [[stop]] = telegram.messages[message_id]["reply_markup"]["inline_keyboard"]
+    await until(lambda: telegram.messages[message_id]["edits"], what="the stream under way")
+    await post_telegram(
+        app, tg_button(2, stop["callback_data"], user_id=ALICE, chat_id=CHAT, message_id=message_id)
+    )
+
+    assert stop["text"] == "Detener" and telegram.callback_answers[0]["text"] == "Deteniendo…"
+    final = telegram.messages[message_id]["text"]
+    assert "⏹ Detenido por alice antes de completar la respuesta" in final, final
+    assert "Stopped by" not in final

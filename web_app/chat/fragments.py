@@ -8,16 +8,15 @@ sanitiser. The same templates render the persisted transcript, so a reload looks
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import escape
-from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from chat_app.stops import for_viewer
 from web_app.charts import chart_for_tool
 from web_app.rendering import EstateLinks, render_answer, render_markdown  # noqa: F401 - used by the consumer
 
@@ -192,40 +191,6 @@ def worker_tool_ended(tile: dict, event: dict, audit: bool = False) -> str:
 
 def note(turn: int, text: str) -> str:
     return _oob("_note_new.html", turn=turn, text=text)
-
-
-_STOP = re.compile(
-    r"^stopped(?: by (?P<who>.+?))?"
-    r"(?: before the answer was complete\. Cut off: (?P<cut>.*?)\.?)?$",
-    re.IGNORECASE | re.DOTALL,
-)
-
-
-def for_viewer(text: str, viewer: str = "") -> str:
-    """A stop reason as the person reading it should see it, in their language: "Stopped by you"
-    for their own stop. Rows keep the English reason the runtime wrote ("stopped by alice", and
-    the note a stopped turn ends with), which the next turn's coordinator also reads; only the
-    words shown are translated here."""
-    text = (text or "").strip()
-    found = _STOP.match(text)
-    if found is None:
-        return text
-    who, cut = found.group("who"), found.group("cut")
-    if who and viewer and who.lower() == viewer.lower():
-        who = None
-        by = gettext("Stopped by you")
-    elif who:
-        by = gettext("Stopped by %(name)s") % {"name": who}
-    else:
-        by = gettext("Stopped")
-    if cut is None:
-        return by
-    if cut == "nothing was running":
-        cut = gettext("nothing was running")
-    return gettext("%(stopped)s before the answer was complete. Cut off: %(cut_off)s.") % {
-        "stopped": by,
-        "cut_off": cut,
-    }
 
 
 def stopped_label(status: str, error: str, viewer: str = "") -> str:
