@@ -214,7 +214,11 @@ async def relay(thread: Thread, session: ChatSession, text: str) -> None:
         ref = await thread.post(thread.plain(str(PLACEHOLDER)), stop)
         try:
             await astart_turn(session, text)
-        except (services.TurnInProgress, ValueError) as exc:
+        except services.TurnInProgress:
+            busy = _("An answer is already being written in this thread; wait for it or press Stop.")
+            await thread.edit(ref, thread.plain(busy))
+            return
+        except ValueError as exc:  # "The message is empty.", raised in the active language
             await thread.edit(ref, thread.plain(str(exc)))
             return
         editor = ThrottledEditor(thread, ref, buttons=stop)

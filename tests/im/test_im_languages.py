@@ -335,3 +335,28 @@ async def test_the_stop_button_its_answer_and_the_stop_line_are_in_the_apps_lang
     final = telegram.messages[message_id]["text"]
     assert "⏹ Detenido por alice antes de completar la respuesta" in final, final
     assert "Stopped by" not in final
+
+
+@threads
+@pytest.mark.django_db(transaction=True)
+async def test_a_second_message_while_a_turn_runs_is_told_so_in_the_apps_language(
+    org, member, telegram, agents_llm
+):
+    app = await sync_to_async(telegram_app)(org, telegram, reply_language="fr")
+    await sync_to_async(link)(app, ALICE, member)
+    agents_llm.add("default", text("encore " * 60, chunk_size=4, chunk_delay=0.02))
+
+    await post_telegram(app, tg_message(1, "Vérifie tous les hôtes"), wait=False)
+    first = await until(lambda: min(telegram.messages) if telegram.messages else None)
+    await until(lambda: telegram.messages[first]["edits"], what="the first turn under way")
+    await post_telegram(app, tg_message(2, "Et la base ?"), wait=False)
+    second = await until(
+        lambda: next((i for i, m in list(telegram.messages.items()) if i != first and m["edits"]), None),
+        what="the second message answered",
+    )
+    await background.drain()
+
+    assert telegram.messages[second]["text"] == (
+        "Une réponse est déjà en cours de rédaction dans ce fil ; attendez-la ou appuyez sur Arrêter."
+    )
+    assert telegram.messages[first]["text"].startswith("encore encore")
