@@ -12,7 +12,8 @@ instant one's own capacity, then runs each side in its own process, one after th
                  hosts, PostgreSQL and Redis (BENCH_PG and BENCH_REDIS reachable)
     steps        Ongrid's own overhead per ReAct step on PostgreSQL (bench/turn_overhead.py)
 
-BENCH_REDIS must name a Redis database the benchmark owns: it is flushed before the scale-out runs.
+BENCH_REDIS must name a Redis database the benchmark owns: it is flushed before the scale-out runs,
+so there is no default (without it the `celery` side is skipped).
 """
 
 from __future__ import annotations
@@ -159,12 +160,15 @@ def main() -> int:
     parser.add_argument("--json", help="also write the raw figures to this file")
     args = parser.parse_args()
     pg = os.environ.get("BENCH_PG", "postgres://postgres@127.0.0.1:5432/ongrid_bench")
-    redis_url = os.environ.get("BENCH_REDIS", "redis://127.0.0.1:6379/15")
-    has_pg, has_redis = reachable(pg, 5432), reachable(redis_url, 6379)
+    redis_url = os.environ.get("BENCH_REDIS", "")  # no default: the run flushes it
+    has_pg, has_redis = reachable(pg, 5432), bool(redis_url) and reachable(redis_url, 6379)
     wanted = [s for s in args.only.split(",") if s]
     sides = [s for s in wanted if (s != "pg" or has_pg) and (s != "celery" or (has_pg and has_redis))]
     for skipped in sorted(set(wanted) - set(sides)):
-        print(f"skipping {skipped}: PostgreSQL/Redis not reachable at {pg} / {redis_url}", file=sys.stderr)
+        print(
+            f"skipping {skipped}: PostgreSQL/Redis not reachable at {pg} / {redis_url or '-'}",
+            file=sys.stderr,
+        )
     repeat, instant_levels, slow_levels = (3, "20", "20") if args.quick else (10, "20,50,200", "200")
     if has_pg and ({"pg", "celery"} & set(sides) or not args.no_steps):
         ensure_database(pg)

@@ -1,8 +1,11 @@
 """What every side of the peer comparison measures, the same way (bench/compare.py runs them).
 
-A side supplies `turn()`, an async function that runs one whole turn of the script and returns its
-wall time; `measure` runs lone turns, then N turns at once for each level, sampling the resident
-memory of the processes that carry the turns, and reads the fake model's byte counters.
+A side supplies `turn()`, an async function that runs one whole turn of the script (creating its
+chat or session first) and returns the `time.perf_counter()` at which the turn ended. A lone turn
+is timed from its call; N turns at once are each timed from the moment all N were started, so
+whatever a side makes a turn wait for before its own work begins (a thread for the chat row, a
+queue) is counted. `measure` also samples the resident memory of the processes that carry the
+turns and reads the fake model's byte counters.
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ def stats(base_url: str, reset: bool = False) -> dict:
 
 
 async def measure(
-    turn: Callable[[], Awaitable[float]],
+    turn: Callable[[], Awaitable[float]],  # returns perf_counter() at the turn's end
     *,
     base_url: str,
     repeat: int,
@@ -57,10 +60,12 @@ async def measure(
 ) -> dict:
     """Lone turns (median/p95, request bytes per call), then each level of concurrent turns."""
     pids = pids or [os.getpid()]
-    for _ in range(warmup):
-        await turn()
+    await asyncio.gather(*(turn() for _ in range(warmup)))  # at once, so every worker process warms up
     stats(base_url, reset=True)
-    lone = [await turn() for _ in range(repeat)]
+    lone = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        lone.append(await turn() - started)
     counters = stats(base_url)
     result: dict = {
         "lone_median": statistics.median(lone),
@@ -82,8 +87,8 @@ async def measure(
         sampler = asyncio.ensure_future(sample())
         cpu = sum(cpu_seconds(p) for p in pids)
         started = time.perf_counter()
-        times = await asyncio.gather(*(turn() for _ in range(level)))
-        wall = time.perf_counter() - started
+        times = [end - started for end in await asyncio.gather(*(turn() for _ in range(level)))]
+        wall = max(times)
         cpu = sum(cpu_seconds(p) for p in pids) - cpu
         finished.set()
         await sampler

@@ -91,7 +91,6 @@ async def main(args: argparse.Namespace) -> dict:
 
     async def turn() -> float:
         chat = await sync_to_async(services.start_chat, thread_sensitive=False)(user)
-        started = time.perf_counter()
         if args.shape == "celery":
             await astart_turn(chat, "inspect the three web hosts")  # the row is `running` once it returns
             done = waiting[chat.pk] = asyncio.get_running_loop().create_future()
@@ -99,17 +98,22 @@ async def main(args: argparse.Namespace) -> dict:
         else:
             _message, task = await astart_turn(chat, "inspect the three web hosts")
             await task
-        elapsed = time.perf_counter() - started
+        ended = time.perf_counter()
         if args.shape != "celery":
             row = await ChatSession.objects.aget(pk=chat.pk)
             assert row.status == SessionStatus.IDLE and not row.error, row.error
-        return elapsed
+        return ended
 
     levels = [int(n) for n in args.levels.split(",") if n]
     pids = [int(p) for p in args.pids.split(",") if p] or None
     try:
         return await measure(
-            turn, base_url=os.environ["OPENAI_BASE_URL"], repeat=args.repeat, levels=levels, pids=pids
+            turn,
+            base_url=os.environ["OPENAI_BASE_URL"],
+            repeat=args.repeat,
+            levels=levels,
+            pids=pids,
+            warmup=4 if args.shape == "celery" else 1,  # a turn or two for each worker process
         )
     finally:
         if poller is not None:
