@@ -22,7 +22,6 @@ from django.db import close_old_connections
 
 from agents_app.runtime import get_runtime
 from chat_app import services
-from ops_app.async_db import pooled_database
 
 log = logging.getLogger(__name__)
 
@@ -75,18 +74,11 @@ class TurnHost:
             self._tasks.add(task)
         self._running += 1
         try:
-            # The ORM thread's connection may be stale (the database restarted since the last turn),
-            # so it is dropped before that thread's first call. With the pool the claim runs on the
-            # thread pool (db_twin): it goes first, so the Celery task is released without queueing
-            # behind the running turns' calls on the ORM thread (bench/README.md).
-            pooled = pooled_database()
-            if not pooled:
-                await sync_to_async(close_old_connections)()
+            # The ORM thread's connection may be stale (the database restarted since the last turn).
+            await sync_to_async(close_old_connections)()
             claimed = await services.aclaim_turn(session_id, queued_by)
             owned.set_result(claimed)
             if claimed:
-                if pooled:
-                    await sync_to_async(close_old_connections)()
                 await get_runtime().run_turn(session_id)
         except BaseException as exc:
             if not owned.done():
