@@ -419,7 +419,7 @@ class Runtime:
                 if polls % HEARTBEAT_EVERY == 0:
                     await services.aheartbeat(ids)
         finally:
-            await _end_task(listener)
+            _detach(listener)
 
     async def _listen_for_stops(self, root_id: int) -> None:
         layer = get_channel_layer()
@@ -489,6 +489,19 @@ async def _stop_flagged(ids: list[int]) -> list[tuple[int, str]]:
             pk__in=ids, stop_requested_at__isnull=False
         ).values_list("pk", "stop_reason")
     ]
+
+
+_DETACHED: set[asyncio.Task] = set()
+
+
+def _detach(task: asyncio.Task) -> None:
+    """Cancel `task` without waiting for it to unwind. The stop listener's channels_redis
+    `receive` may be the process's one reader in a shielded BRPOP, which ends only at its 5 s
+    timeout: awaiting it held the end of a turn that long (bench/README.md, the scale-out tail).
+    The task is kept referenced until it is done, so it is not collected mid-cleanup."""
+    task.cancel()
+    _DETACHED.add(task)
+    task.add_done_callback(_DETACHED.discard)
 
 
 async def _end_task(task: asyncio.Task) -> None:
