@@ -10,6 +10,7 @@ import concurrent.futures
 import contextvars
 import logging
 import threading
+import weakref
 from collections.abc import Coroutine
 from typing import Any
 
@@ -28,6 +29,11 @@ _main_loop: asyncio.AbstractEventLoop | None = None
 _background: asyncio.AbstractEventLoop | None = None
 _background_lock = threading.Lock()
 _tasks: set[asyncio.Task] = set()
+# The inline shape's cap (ONGRID_TURNS_PER_PROCESS): one semaphore per event loop, so a daphne
+# process (one loop) or a management command's private loop never runs more turns at once.
+_inline_slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def remember_main_loop(loop: asyncio.AbstractEventLoop) -> bool:
@@ -107,11 +113,28 @@ def submit_turn(session_id: int) -> asyncio.Future | concurrent.futures.Future |
     return run_in_background(_fresh_turn(session_id))
 
 
+def _slots() -> asyncio.Semaphore:
+    loop = asyncio.get_running_loop()
+    slots = _inline_slots.get(loop)
+    if slots is None:
+        slots = _inline_slots[loop] = asyncio.Semaphore(settings.CONFIG.turns_per_process)
+    return slots
+
+
 async def _fresh_turn(session_id: int) -> None:
-    """Drop the ORM thread's connection if it is stale first (the database may have restarted or
-    dropped it since the last turn); on PostgreSQL it goes back to the pool, which checks it."""
-    await sync_to_async(close_old_connections)()
-    await get_runtime().run_turn(session_id)
+    """Wait for one of this loop's slots (the chat shows "Queued" meanwhile, as in the Celery
+    shape), then run the turn. Its ORM thread's connection is dropped first if stale (the database
+    may have restarted or dropped it since the last turn); on PostgreSQL it goes back to the pool,
+    which checks it."""
+    slots = _slots()
+    if slots.locked():
+        try:
+            await Publisher(session_id).publish({"event": "turn.queued", "session": session_id})
+        except Exception:  # noqa: BLE001 - the notice is cosmetic; the turn must still run
+            log.exception("could not announce the queued turn of session %s", session_id)
+    async with slots:
+        await sync_to_async(close_old_connections)()
+        await get_runtime().run_turn(session_id)
 
 
 async def _queue_turn(session_id: int, queued_by: str) -> None:

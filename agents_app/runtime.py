@@ -44,7 +44,6 @@ HISTORY_LIMIT = 50
 # process running the turn listens to); the row flag is also polled, as a fallback, this often.
 STOP_POLL_SECONDS = 1.0
 HEARTBEAT_EVERY = 30  # polls
-LISTENER_GRACE_SECONDS = 0.2
 STOP_MESSAGE = "turn.stop"
 NOT_DISPATCHABLE = (COORDINATOR, REVIEWER, REPORTER)
 
@@ -470,7 +469,7 @@ class Runtime:
                 if polls % HEARTBEAT_EVERY == 0:
                     await services.aheartbeat(ids)
         finally:
-            await _end_task(listener, grace=LISTENER_GRACE_SECONDS)
+            _detach(listener)
 
     async def _listen_for_stops(self, root_id: int) -> None:
         layer = get_channel_layer()
@@ -567,22 +566,22 @@ def _one_call_messages(call_id: str, tool: str, arguments: str, result: str) -> 
     ]
 
 
-_detached: set[asyncio.Task] = set()
+_DETACHED: set[asyncio.Task] = set()
 
 
-async def _end_task(task: asyncio.Task, grace: float | None = None) -> None:
-    """Cancel a helper task and wait for it; with `grace`, wait at most that long and let it finish
-    on its own. The stop listener needs the bound: a cancelled `layer.receive` on Redis can sit in
-    its blocking pop (up to channels_redis's 5 s) before it notices, and the end of a stopped turn
-    must not wait for that."""
+def _detach(task: asyncio.Task) -> None:
+    """Cancel `task` without waiting for it to unwind. The stop listener's channels_redis
+    `receive` may be the process's one reader in a shielded BRPOP, which ends only at its 5 s
+    timeout: awaiting it held the end of a turn that long (bench/README.md, the scale-out tail).
+    The task is kept referenced until it is done, so it is not collected mid-cleanup."""
     task.cancel()
-    if grace is None:
-        await asyncio.gather(task, return_exceptions=True)
-        return
-    done, _ = await asyncio.wait([task], timeout=grace)
-    if not done:
-        _detached.add(task)  # a strong reference until it ends, so it is not collected mid-way
-        task.add_done_callback(_detached.discard)
+    _DETACHED.add(task)
+    task.add_done_callback(_DETACHED.discard)
+
+
+async def _end_task(task: asyncio.Task) -> None:
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
 
 
 def stop_reason(by: str) -> str:

@@ -5,6 +5,7 @@ only tool is a no-op, so what is measured is the runtime: prompt building, the k
 invoke chain (audit rows, metrics), session rows, event publishing.
 
     .venv/bin/python bench/turn_overhead.py [--turns 50] [--repeat 10]
+    .venv/bin/python bench/turn_overhead.py --steps-only   # one JSON line (bench/compare.py)
 
 Uses a throwaway SQLite database (set DATABASE_URL to measure another engine).
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import statistics
 import sys
@@ -139,13 +141,32 @@ async def coordinator_turn(user):
     return time.perf_counter() - started
 
 
+async def steps_only(repeat: int) -> None:
+    """The per-step overhead alone, as one JSON line."""
+    from ops_app import roles
+    from ops_app.services import create_organization, create_user
+
+    stamp = time.time_ns()
+    org = await asyncio.to_thread(create_organization, f"Bench {stamp}", f"bench-{stamp}")
+    user = await asyncio.to_thread(create_user, f"bench{stamp}", "bench-pass-123", org, roles.MEMBER)
+    llm_time: list[float] = []
+    await one_agent_run(org, user, llm_time)  # warm-up: connections, registry, prompt caches
+    overheads = [(await one_agent_run(org, user, llm_time))[0] for _ in range(repeat)]
+    print(
+        json.dumps(
+            {"step_median": statistics.median(overheads), "step_p95": pct(overheads, 0.95), "n": repeat}
+        )
+    )
+
+
 async def main(turns: int, repeat: int) -> None:
     from agents_app import dedupe
     from ops_app import roles
     from ops_app.services import create_organization, create_user
 
-    org = await asyncio.to_thread(create_organization, "Bench", "bench")
-    user = await asyncio.to_thread(create_user, f"bench{time.time_ns()}", "bench-pass-123", org, roles.MEMBER)
+    stamp = time.time_ns()
+    org = await asyncio.to_thread(create_organization, f"Bench {stamp}", f"bench-{stamp}")
+    user = await asyncio.to_thread(create_user, f"bench{stamp}", "bench-pass-123", org, roles.MEMBER)
     llm_time: list[float] = []
     step_overhead, llm_step = [], []
     for _ in range(repeat):
@@ -178,6 +199,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--turns", type=int, default=50)
     parser.add_argument("--repeat", type=int, default=10)
+    parser.add_argument("--steps-only", action="store_true")
     args = parser.parse_args()
     call_command("migrate", verbosity=0)
     fake = FakeLLM().start()
@@ -192,7 +214,7 @@ if __name__ == "__main__":
         }
     )
     try:
-        with mock.patch("agents_app.runtime.load_builtin_tools", tools):
-            asyncio.run(main(args.turns, args.repeat))
+        with mock.patch("agents_app.org_tools.load_builtin_tools", tools):
+            asyncio.run(steps_only(args.repeat) if args.steps_only else main(args.turns, args.repeat))
     finally:
         fake.stop()

@@ -50,6 +50,33 @@ async def test_streams_text_in_pieces_and_reports_usage(fake_llm):
     assert sent.headers["authorization"] == "Bearer test-key"
 
 
+async def test_the_request_body_is_exactly_what_the_runtime_built(fake_llm):
+    """The body is sent as built (through `extra_body`, bench/README.md): every message, every
+    tool schema and option arrive unchanged, and no typed placeholder leaks into the request."""
+    messages = [
+        {"role": "system", "content": "You are the `default` agent."},
+        {"role": "user", "content": "hello"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "query_promql", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": '{"status": "success"}'},
+    ]  # fmt: skip
+    schema = {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}
+    function = {"name": "query_promql", "description": "PromQL", "parameters": schema}
+    tools = [{"type": "function", "function": function}]
+    fake_llm.script(text("ok"))
+    provider = provider_for(fake_llm)
+    async for _event in provider.stream_chat(messages, tools, temperature=0.2):
+        pass
+    assert fake_llm.chat_requests[0].body == {
+        "model": "fake-model",
+        "stream": True,
+        "messages": messages,
+        "tools": tools,
+        "stream_options": {"include_usage": True},
+        "temperature": 0.2,
+    }
+
+
 async def test_tool_call_arguments_split_across_chunks_are_reassembled(fake_llm):
     arguments = {"query": 'sum(rate(http_requests_total{job="api"}[5m]))', "step": "30s"}
     fake_llm.script(

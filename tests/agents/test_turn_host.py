@@ -5,6 +5,7 @@ reaped."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -115,3 +116,39 @@ async def test_a_killed_worker_process_has_its_turns_reaped_with_the_reason(memb
     workers = [w async for w in ChatSession.objects.filter(parent_session__in=[c.pk for c in chats])]
     assert len(workers) == 3
     assert all(w.status == SessionStatus.FAILED and gone in w.error for w in workers)
+
+
+async def test_the_inline_shape_caps_its_turns_and_shows_the_excess_as_queued(
+    member, fake_llm, settings, inline_executor
+):
+    settings.CONFIG = dataclasses.replace(
+        settings.CONFIG,
+        llm="openai",
+        openai_api_key="test-key",
+        openai_base_url=fake_llm.base_url,
+        model="fake-model",
+        llm_max_retries=0,
+        turns_per_process=2,
+    )
+    held = HeldModel(expected=2)
+    fake_llm.route(held)
+    chats = await _chats(member, 3)
+    layer, channel = await _listen(chats)
+    turns = [(await astart_turn(chat, "hold on"))[1] for chat in chats]
+    assert await asyncio.to_thread(held.wait_all_in)
+    seen = await _collect(layer, channel, "turn.queued", 1)
+    queued = [e["session"] for e in seen if e["event"] == "turn.queued"]
+    assert queued == [chats[2].pk]  # the page shows "queued" for the turn over the cap
+    assert chats[2].pk not in {e["session"] for e in seen if e["event"] == "turn.started"}
+    assert held.open == 2
+    row = await ChatSession.objects.aget(pk=chats[2].pk)
+    assert row.status == SessionStatus.RUNNING
+    held.release()
+    await asyncio.gather(*turns)
+    assert held.peak == 2 and held.served == 3
+    assert (
+        await ChatSession.objects.filter(
+            pk__in=[c.pk for c in chats], status=SessionStatus.IDLE, error=""
+        ).acount()
+        == 3
+    )
