@@ -128,10 +128,7 @@ async def _fresh_turn(session_id: int) -> None:
     which checks it."""
     slots = _slots()
     if slots.locked():
-        try:
-            await Publisher(session_id).publish({"event": "turn.queued", "session": session_id})
-        except Exception:  # noqa: BLE001 - the notice is cosmetic; the turn must still run
-            log.exception("could not announce the queued turn of session %s", session_id)
+        await _announce_queued(session_id)
     async with slots:
         await sync_to_async(close_old_connections)()
         await get_runtime().run_turn(session_id)
@@ -140,8 +137,13 @@ async def _fresh_turn(session_id: int) -> None:
 async def _queue_turn(session_id: int, queued_by: str) -> None:
     """Tell the chat its turn waits for a worker, then enqueue it (in that order, so `turn.started`
     always comes after `turn.queued`). The task claims the row only if `queued_by` still owns it."""
+    await _announce_queued(session_id)
+    await sync_to_async(run_turn_task.delay, thread_sensitive=False)(session_id, queued_by)
+
+
+async def _announce_queued(session_id: int) -> None:
+    """Tell the chat its turn waits; cosmetic, so a failure is logged and the turn still goes on."""
     try:
         await Publisher(session_id).publish({"event": "turn.queued", "session": session_id})
-    except Exception:  # noqa: BLE001 - the notice is cosmetic; the turn must still be queued
+    except Exception:  # noqa: BLE001
         log.exception("could not announce the queued turn of session %s", session_id)
-    await sync_to_async(run_turn_task.delay, thread_sensitive=False)(session_id, queued_by)

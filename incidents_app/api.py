@@ -13,7 +13,7 @@ from rest_framework.response import Response
 
 from incidents_app import investigations, runner
 from incidents_app.access import may_act, visible_incidents
-from incidents_app.models import Investigation
+from incidents_app.models import Investigation, newest_first
 from ops_app.models import Incident
 
 
@@ -45,7 +45,7 @@ class IncidentDetailSerializer(IncidentSerializer):
 
     @extend_schema(responses=InvestigationSerializer(allow_null=True))
     def get_latest_investigation(self, incident: Incident) -> dict | None:
-        latest = incident.investigations.order_by("-created_at", "-pk").first()
+        latest = newest_first(incident).first()
         return InvestigationSerializer(latest).data if latest else None
 
 
@@ -101,7 +101,7 @@ class IncidentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
     @action(detail=True, methods=["get"])
     def investigations(self, request, pk=None):
         incident = self.get_object()
-        rows = incident.investigations.order_by("-created_at", "-pk")
+        rows = newest_first(incident)
         page = self.paginate_queryset(rows)
         if page is not None:
             return self.get_paginated_response(InvestigationSerializer(page, many=True).data)

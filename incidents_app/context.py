@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 
+from incidents_app.models import newest_first
 from ops_app.models import Incident
 
 
 def incident_context(incident: Incident, question: str = "") -> str:
-    latest = incident.investigations.order_by("-created_at", "-pk").first()
+    latest = newest_first(incident).first()
     facts = {
         "incident_id": incident.pk,
         "title": incident.title,

@@ -11,6 +11,7 @@ from django.template.loader import render_to_string
 from audit_app.models import AuditLog
 from audit_app.queries import can_audit
 from incidents_app.access import may_act
+from incidents_app.models import newest_first
 from ops_app.models import ChangeEvent, Device, Incident, TopologyNode
 from ops_app.topology import expand
 from web_app.charts import chart_for_tool
@@ -31,7 +32,7 @@ def viewer_of(user) -> Viewer:
 
 def report_context(incident: Incident, viewer: Viewer) -> dict:
     """The latest investigation of the incident, its report and the tool calls it made so far."""
-    latest = incident.investigations.order_by("-created_at", "-pk").first()
+    latest = newest_first(incident).first()
     steps = []
     if latest and latest.session_id:
         steps = list(
@@ -95,7 +96,7 @@ def timeline_context(incident: Incident, steps: list) -> dict:
         + [(s.started_at, f"investigation step: {s.tool} ({s.status})") for s in steps],
         key=lambda pair: pair[0],
     )
-    return {"timeline": timeline, "history": incident.investigations.order_by("-created_at", "-pk")[:10]}
+    return {"timeline": timeline, "history": newest_first(incident)[:10]}
 
 
 def live_fragments(incident_id: int, viewer: Viewer) -> str:

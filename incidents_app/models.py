@@ -163,3 +163,9 @@ class Investigation(TenantModel):
     @property
     def is_open(self) -> bool:
         return self.status in (self.Status.QUEUED, self.Status.RUNNING)
+
+
+def newest_first(incident: Incident) -> models.QuerySet[Investigation]:
+    """The incident's investigations, newest first: the first is the one its page, API and chat
+    context show as its latest."""
+    return incident.investigations.order_by("-created_at", "-pk")

@@ -20,6 +20,7 @@ from incidents_app.access import incident_or_404, may_act, visible_incidents
 from incidents_app.api import filter_incidents
 from incidents_app.context import incident_context
 from incidents_app.fragments import report_context, timeline_context, viewer_of
+from incidents_app.models import newest_first
 from ops_app import incidents as incident_states
 from ops_app.models import Incident, Severity
 
@@ -105,7 +106,7 @@ def incident_transition(request: HttpRequest, incident_id: int, action: str) -> 
 def incident_send_action(request: HttpRequest, incident_id: int, index: int) -> HttpResponse:
     """A report's proposed write, sent as the investigator wrote it through the review gate."""
     incident = _acting_incident(request, incident_id)
-    latest = incident.investigations.order_by("-created_at", "-pk").first()  # the one the page shows
+    latest = newest_first(incident).first()  # the one the page shows
     actions = ((latest.report or {}).get("next_actions") or []) if latest is not None else []
     if index >= len(actions) or not isinstance(actions[index].get("proposed_write"), dict):
         raise Http404(_("This report has no such proposed change."))

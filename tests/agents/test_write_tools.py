@@ -12,7 +12,6 @@ import httpx
 import pytest
 from asgiref.sync import sync_to_async
 
-from agents_app import registry
 from agents_app.hosts import ssh as ssh_transport
 from agents_app.models import MutatingProposal
 from agents_app.tools.base import ToolContext, ToolError, load_builtin_tools
@@ -27,18 +26,11 @@ from tests.support.sshd import SSHServer, sshd  # noqa: F401 - the fixture
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
-    pytest.mark.usefixtures("close_async_db_connections"),
+    pytest.mark.usefixtures("close_async_db_connections", "fresh_registry"),
 ]
 
 UNIT = "ongrid-test-unit"  # allowlisted in these tests; no machine has it, so systemctl always complains
 REASON = "Workers are stuck; runbook RB-7 says restart the service."
-
-
-@pytest.fixture(autouse=True)
-def fresh_registry():
-    registry.reset()
-    yield
-    registry.reset()
 
 
 @pytest.fixture

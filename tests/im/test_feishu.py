@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 from asgiref.sync import sync_to_async
 
-from agents_app import registry
 from fakes.feishu_api import FakeFeishu
 from fakes.openai_server import call, text, tool_calls
 from ops_app import roles
@@ -28,17 +27,10 @@ from tests.support.im import (
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
-    pytest.mark.usefixtures("close_async_db_connections", "inline_executor"),
+    pytest.mark.usefixtures("close_async_db_connections", "inline_executor", "fresh_registry"),
 ]
 
 ANSWER = "## Queue\n**orders** lag is 4 min since the <deploy> & rising; see [graph](https://g.example/q)."
-
-
-@pytest.fixture(autouse=True)
-def fresh_registry():
-    registry.reset()
-    yield
-    registry.reset()
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.utils import translation
 
-from agents_app import registry
 from fakes.openai_server import call, text, tool_calls
 from fakes.telegram_api import FakeTelegram
 from im_app import background
@@ -19,16 +18,10 @@ from ops_app.services import create_user
 from tests.support.asyncdb import close_async_db_connections  # noqa: F401 - fixture
 from tests.support.im import link, post_telegram, telegram_app, tg_button, tg_message, until
 
+pytestmark = pytest.mark.usefixtures("fresh_registry")
 CHAT = 555
 ALICE = 42
 ANSWER = "Disk **db-1** is at 91% on `/var`."
-
-
-@pytest.fixture(autouse=True)
-def fresh_registry():
-    registry.reset()
-    yield
-    registry.reset()
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ from urllib.parse import urlencode
 import pytest
 from asgiref.sync import sync_to_async
 
-from agents_app import registry
 from fakes.openai_server import call, text, tool_calls
 from fakes.slack_api import FakeSlack
 from ops_app import roles
@@ -20,20 +19,13 @@ from tests.support.im import link, post_slack, sessions_of, slack_app, slack_men
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
-    pytest.mark.usefixtures("close_async_db_connections", "inline_executor"),
+    pytest.mark.usefixtures("close_async_db_connections", "inline_executor", "fresh_registry"),
 ]
 
 ANSWER = (
     "## Checkout\n**p99** is 2.1 s since the <deploy> at 10:02 & rising; see [graph](https://g.example/x)."
 )
 TS = "1700000100.000100"
-
-
-@pytest.fixture(autouse=True)
-def fresh_registry():
-    registry.reset()
-    yield
-    registry.reset()
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ import time
 import pytest
 from asgiref.sync import sync_to_async
 
-from agents_app import registry
 from chat_app.models import ChatSession
 from fakes.openai_server import call, text, tool_calls
 from fakes.slack_api import FakeSlack
@@ -27,19 +26,12 @@ from tests.support.im import link, sessions_of, slack_app, slack_mention, telegr
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
-    pytest.mark.usefixtures("close_async_db_connections", "inline_executor"),
+    pytest.mark.usefixtures("close_async_db_connections", "inline_executor", "fresh_registry"),
 ]
 
 TS = "1700000100.000100"
 APP_TOKEN = "xapp-test-token"
 OTHER_TOKEN = "xapp-other-token"
-
-
-@pytest.fixture(autouse=True)
-def fresh_registry():
-    registry.reset()
-    yield
-    registry.reset()
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ from asgiref.sync import sync_to_async
 from django.db import connection
 from django.test import Client
 
-from agents_app import registry
 from fakes.openai_server import text
 from fakes.telegram_api import FakeTelegram
 from im_app import background, polling
@@ -25,7 +24,7 @@ from tests.support.im import link, post_telegram, sessions_of, telegram_app, tg_
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
-    pytest.mark.usefixtures("close_async_db_connections", "inline_executor"),
+    pytest.mark.usefixtures("close_async_db_connections", "inline_executor", "fresh_registry"),
 ]
 
 CHAT = 555
@@ -35,13 +34,6 @@ ANSWER = (
     "## Disk\n**db-1** is at 91% on `/var`: the <postgres> WAL & old logs.\n"
     "See [the runbook](https://runbooks.example/disk) and run:\n```\ndu -sh /var/* | sort -h\n```\n"
 )
-
-
-@pytest.fixture(autouse=True)
-def fresh_registry():
-    registry.reset()
-    yield
-    registry.reset()
 
 
 @pytest.fixture

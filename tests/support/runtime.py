@@ -6,6 +6,7 @@ import dataclasses
 
 import pytest
 
+from agents_app import registry
 from fakes.llm_routing import ByAgent
 
 
@@ -30,3 +31,11 @@ def agents_llm(fake_llm, settings):
 def inline_executor(settings):
     """Turns run in this process even when REDIS_URL selects Celery (its own tests cover that)."""
     settings.ONGRID_EXECUTOR = "inline"
+
+
+@pytest.fixture
+def fresh_registry():
+    """Personas re-read from files and rows before and after the test (tests that edit them)."""
+    registry.reset()
+    yield
+    registry.reset()

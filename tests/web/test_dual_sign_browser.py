@@ -16,7 +16,6 @@ from asgiref.sync import sync_to_async
 from django.db import connections
 from django.test import Client
 
-from agents_app import registry
 from agents_app.models import MutatingProposal
 from fakes.openai_server import text
 from ops_app.models import Incident
@@ -31,7 +30,7 @@ from tests.support.gate import (
 )
 from tests.support.required import require
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("fresh_registry")]
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -42,13 +41,6 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-
-
-@pytest.fixture(autouse=True)
-def fresh_registry():
-    registry.reset()
-    yield
-    registry.reset()
 
 
 class HeldCall(threading.Thread):
