@@ -13,10 +13,10 @@ from django.urls import path, reverse
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
-from agents_app import registry, user_agents
 from agents_app.forms import ImportForm, UserAgentForm
 from agents_app.models import MutatingProposal, UserAgent
-from agents_app.personas import REVIEWER, persona_to_markdown
+from agents_app.personas import registry, user_agents
+from agents_app.personas.schema import REVIEWER, persona_to_markdown
 from ops_app.admin_mixins import ReadOnlyTenantAdmin, TenantScopedAdmin, visible_organizations
 from ops_app.tenancy import organization_of, sees_all_tenants
 

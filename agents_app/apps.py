@@ -7,9 +7,9 @@ class AgentsAppConfig(AppConfig):
 
     def ready(self) -> None:
         # Imported here, not at the top: these modules use models, which load after app configs.
-        from agents_app import user_agents
-        from agents_app.review_gate import ReviewGate
-        from agents_app.runtime import get_runtime
+        from agents_app.gate.review_gate import ReviewGate
+        from agents_app.personas import user_agents
+        from agents_app.runtime.core import get_runtime
         from agents_app.tools.invoke import set_review_gate
 
         user_agents.connect_signals()

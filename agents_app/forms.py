@@ -1,5 +1,5 @@
 """Admin forms for user agents: list keys edited as plain text, and every persona rule checked
-by `agents_app.user_agents` so the admin refuses exactly what the registry could not use."""
+by `agents_app.personas.user_agents` so the admin refuses exactly what the registry could not use."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ from django import forms
 from django.core.exceptions import NON_FIELD_ERRORS
 from django.utils.translation import gettext_lazy as _
 
-from agents_app import tool_names, user_agents
 from agents_app.models import UserAgent
-from agents_app.personas import MAX_PERSONA_BYTES
+from agents_app.personas import user_agents
+from agents_app.personas.schema import MAX_PERSONA_BYTES
+from agents_app.toolsets import names as tool_names
 from ops_app.admin_mixins import visible_organizations
 from ops_app.tenancy import organization_of, sees_all_tenants
 

@@ -5,7 +5,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from agents_app.personas import (
+from agents_app.personas.schema import (
     KNOWN_KEYS,
     MAX_TOOL_CALLS_LIMIT,
     MAX_TURNS_LIMIT,
@@ -135,7 +135,7 @@ class RegistryVersion(TenantModel):
     """A counter bumped with every user-agent write of an organization.
 
     Processes compare it with the version their cached overlay was built at (see
-    agents_app.registry): one primary-key read per spawn instead of a broadcast that can be missed.
+    agents_app.personas.registry): one primary-key read per spawn instead of a broadcast that can be missed.
     """
 
     version = models.PositiveBigIntegerField(default=0)

@@ -35,7 +35,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from agents_app.hosts.transport import Script
+from agents_app.toolsets.hosts.transport import Script
 
 MAX_LENGTH = 2000
 MAX_STAGES = 8

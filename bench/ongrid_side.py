@@ -1,6 +1,6 @@
 """Ongrid on the peer comparison's script, through its real turn path (bench/README.md).
 
-A turn is started as the API and the chat page start it: `agents_app.turns.astart_turn` (the
+A turn is started as the API and the chat page start it: `agents_app.runtime.turns.astart_turn` (the
 user's message saved, the session marked running, the turn handed to the executor).
 
 - `--shape embedded`: no REDIS_URL, so the `inline` executor runs the turn as a task of this
@@ -39,7 +39,7 @@ async def noop_tool(ctx, **arguments) -> dict:
 
 
 def bench_tools() -> dict:
-    from agents_app.tools.base import Tool
+    from agents_app.toolsets.base import Tool
 
     return {
         "query_promql": Tool(
@@ -50,7 +50,7 @@ def bench_tools() -> dict:
 
 def use_bench_tools() -> None:
     """Every organization's built-in tools become the one no-op (in this process)."""
-    from agents_app import org_tools
+    from agents_app.tools import binding as org_tools
 
     org_tools.load_builtin_tools = bench_tools
 
@@ -58,7 +58,7 @@ def use_bench_tools() -> None:
 async def main(args: argparse.Namespace) -> dict:
     from asgiref.sync import sync_to_async
 
-    from agents_app.turns import astart_turn
+    from agents_app.runtime.turns import astart_turn
     from bench.measure import measure
     from chat_app import services
     from chat_app.models import ChatSession, SessionStatus

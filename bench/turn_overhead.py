@@ -68,7 +68,7 @@ async def noop_tool(ctx, **arguments):
 
 
 def tools():
-    from agents_app.tools.base import Tool
+    from agents_app.toolsets.base import Tool
 
     return {"query_promql": Tool("query_promql", "no-op for the benchmark", {"type": "object"}, noop_tool)}
 
@@ -101,12 +101,12 @@ def show(label, seconds):
 
 async def one_agent_run(org, user, llm_time):
     """A single worker doing TOOL_CALLS sequential steps: the per-step and per-call overhead."""
-    from agents_app.cancel import CancelToken
-    from agents_app.events import NullSink
-    from agents_app.kernel import run_agent
+    from agents_app.kernel.events import NullSink
+    from agents_app.kernel.loop import run_agent
     from agents_app.llm import get_provider
-    from agents_app.registry import aget_registry
-    from agents_app.tools.base import ToolContext
+    from agents_app.personas.registry import aget_registry
+    from agents_app.tools.cancel import CancelToken
+    from agents_app.toolsets.base import ToolContext
     from chat_app import services
 
     chat = await asyncio.to_thread(services.start_chat, user)
@@ -130,7 +130,7 @@ async def one_agent_run(org, user, llm_time):
 
 
 async def coordinator_turn(user):
-    from agents_app.runtime import Runtime
+    from agents_app.runtime.core import Runtime
     from chat_app import services
 
     chat = await asyncio.to_thread(services.start_chat, user)
@@ -160,7 +160,7 @@ async def steps_only(repeat: int) -> None:
 
 
 async def main(turns: int, repeat: int) -> None:
-    from agents_app import dedupe
+    from agents_app.runtime import dedupe
     from ops_app import roles
     from ops_app.services import create_organization, create_user
 
@@ -214,7 +214,7 @@ if __name__ == "__main__":
         }
     )
     try:
-        with mock.patch("agents_app.org_tools.load_builtin_tools", tools):
+        with mock.patch("agents_app.tools.binding.load_builtin_tools", tools):
             asyncio.run(steps_only(args.repeat) if args.steps_only else main(args.turns, args.repeat))
     finally:
         fake.stop()

@@ -1,7 +1,7 @@
 """Running scenarios: one ordinary chat turn per scenario, in its own throwaway organization.
 
 For each run the runner creates the scenario's organization and estate, registers the scenario's
-recordings for that organization (`agents_app/replay.py`; not in a live run, whose tools reach the
+recordings for that organization (`agents_app/tools/replay.py`; not in a live run, whose tools reach the
 real back ends), asks the question through the runtime exactly as the chat page would (the review
 gate, budgets and audit included), reads back what happened and grades it. The recordings are
 unregistered when the turn ends and the organization is removed afterwards, unless `keep` asks to
@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from asgiref.sync import sync_to_async
 from django.contrib.auth import get_user_model
 
-from agents_app.redirect_stubs import STUBS
-from agents_app.replay import Replay, replaying
-from agents_app.runtime import get_runtime
-from agents_app.tools.base import load_builtin_tools
+from agents_app.runtime.core import get_runtime
+from agents_app.runtime.redirect_stubs import STUBS
+from agents_app.tools.replay import Replay, replaying
+from agents_app.toolsets.base import load_builtin_tools
 from chat_app import services
 from chat_app.models import Channel
 from evals_app.estate import Sandbox, create_sandbox, remove_sandbox
@@ -33,7 +33,7 @@ from evals_app.scenarios import Scenario
 CONTROL_TOOLS = {"AgentTool", "SendMessage", "TaskStop"}
 # Tools that read or change the estate loaded into the organization run for real; every other
 # built-in tool (telemetry, host commands, Alertmanager silences) is answered from the recordings.
-LIVE_MODULES = ("agents_app.tools.inventory", "agents_app.tools.knowledge")
+LIVE_MODULES = ("agents_app.toolsets.inventory", "agents_app.toolsets.knowledge")
 LIVE_TOOLS = {"acknowledge_incident", "resolve_incident"}
 
 

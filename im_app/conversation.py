@@ -27,10 +27,10 @@ from django.utils import translation
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from agents_app import proposals
+from agents_app.gate import proposals
 from agents_app.models import MutatingProposal
-from agents_app.runtime import get_runtime
-from agents_app.turns import astart_turn
+from agents_app.runtime.core import get_runtime
+from agents_app.runtime.turns import astart_turn
 from chat_app import services
 from chat_app.groups import session_group
 from chat_app.models import ChatSession, SessionStatus

@@ -6,7 +6,7 @@ from __future__ import annotations
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
-from agents_app.reply_language import normalize
+from agents_app.runtime.reply_language import normalize
 from chat_app.models import ChatSession
 from im_app.models import IMApp
 

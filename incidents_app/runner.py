@@ -18,9 +18,9 @@ from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 
-from agents_app.executors import run_in_background
-from agents_app.runtime import get_runtime
-from agents_app.tools.base import Tool, ToolContext, ToolError
+from agents_app.runtime.core import get_runtime
+from agents_app.runtime.executors import run_in_background
+from agents_app.toolsets.base import Tool, ToolContext, ToolError
 from incidents_app import investigations, notify
 from incidents_app.models import Investigation
 from incidents_app.report import REPORT_SCHEMA, check_report

@@ -13,7 +13,8 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from agents_app import direct_calls, turns
+from agents_app.gate import direct_calls
+from agents_app.runtime import turns
 from chat_app import services as chats
 from incidents_app import investigations, runner
 from incidents_app.access import incident_or_404, may_act, visible_incidents

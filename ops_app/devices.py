@@ -4,7 +4,7 @@ Host tools on a local device run on the machine that serves every tenant, so suc
 platform business: it exists only when the operator sets ONGRID_ALLOW_LOCAL_DEVICE, and only
 platform staff (superusers) create or edit one. The setting is checked on every save of a Device
 (a pre_save hook, so no path - admin, API, script - gets around it), the staff rule in the admin,
-and the host tools refuse a local device while the setting is off (agents_app.tools.hosts).
+and the host tools refuse a local device while the setting is off (agents_app.toolsets.hosts.tools).
 """
 
 from __future__ import annotations

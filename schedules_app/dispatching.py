@@ -1,4 +1,4 @@
-"""Handing claimed runs to an executor, the same split as chat turns (agents_app/executors.py):
+"""Handing claimed runs to an executor, the same split as chat turns (agents_app/runtime/executors.py):
 a Celery worker in the scale-out shape, the server's own event loop in the embedded one."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import datetime as dt
 
 from django.conf import settings
 
-from agents_app.executors import run_in_background
+from agents_app.runtime.executors import run_in_background
 from schedules_app import scheduler
 from schedules_app.models import Schedule, ScheduleRun
 from schedules_app.runner import aexecute_run

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from agents_app.tools.base import Tool, ToolContext, ToolError
+from agents_app.toolsets.base import Tool, ToolContext, ToolError
 
 STATUSES = ("ok", "warning", "problem")
 

@@ -17,8 +17,8 @@ from datetime import datetime, timedelta
 
 from django.db.models import Q
 
+from agents_app.gate.proposals import describe_proposal
 from agents_app.models import MutatingProposal
-from agents_app.proposals import describe_proposal
 from audit_app.models import AuditLog, LLMCall
 from audit_app.queries import (
     llm_usage_by_session,

@@ -24,15 +24,16 @@ from typing import TYPE_CHECKING, Any
 
 import jsonschema
 
-from agents_app import metrics, replay
-from agents_app.cancel import Stopped
-from agents_app.tools.base import Tool, ToolContext, ToolError, ToolResult
+from agents_app import metrics
+from agents_app.tools import replay
+from agents_app.tools.cancel import Stopped
+from agents_app.toolsets.base import Tool, ToolContext, ToolError, ToolResult
 from audit_app import recorder
 from audit_app.recorder import truncate
 from audit_app.redaction import redact_text
 
 if TYPE_CHECKING:
-    from agents_app.cancel import CancelToken
+    from agents_app.tools.cancel import CancelToken
 
 logger = logging.getLogger(__name__)
 
@@ -234,7 +235,7 @@ async def _review(tool: Tool, ctx: ToolContext, arguments: dict) -> GateDecision
 
 
 async def _execute(tool: Tool, ctx: ToolContext, arguments: dict) -> tuple[str, str, str]:
-    # An evaluation's recordings stand in for the handler of its organization (agents_app/replay.py).
+    # An evaluation's recordings stand in for the handler of its organization (agents_app/tools/replay.py).
     handler = replay.handler_for(tool.name, ctx) or tool.handler
     try:
         async with asyncio.timeout(tool.timeout):

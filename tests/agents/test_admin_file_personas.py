@@ -12,8 +12,8 @@ import pytest
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from agents_app import registry
 from agents_app.models import UserAgent
+from agents_app.personas import registry
 from fakes.openai_server import call, text, tool_calls
 from tests.agents.test_user_agents_admin import ADD_URL, LIST_URL, change_url, errors_of, form_data
 

@@ -14,7 +14,7 @@ from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 
-from agents_app.turns import astart_turn
+from agents_app.runtime.turns import astart_turn
 from chat_app import services
 from chat_app.groups import session_group
 from chat_app.models import ChatSession, SessionStatus
@@ -134,7 +134,7 @@ async def test_a_turn_runs_on_the_celery_worker_and_streams_back_over_redis(
 
 
 async def test_stop_from_this_process_kills_a_worker_running_on_celery(member, agents_llm, celery_worker):
-    from agents_app.runtime import Runtime
+    from agents_app.runtime.core import Runtime
 
     release = threading.Event()
 
@@ -167,7 +167,7 @@ async def test_stop_from_this_process_kills_a_worker_running_on_celery(member, a
 async def test_stop_reaches_a_model_call_on_the_celery_worker_within_a_second(
     member, agents_llm, fake_llm, celery_worker
 ):
-    from agents_app.runtime import Runtime
+    from agents_app.runtime.core import Runtime
     from fakes.openai_server import held
 
     chat = await sync_to_async(services.start_chat)(member)

@@ -10,7 +10,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections, connection
 
-from agents_app.turns import astart_turn
+from agents_app.runtime.turns import astart_turn
 from audit_app.models import LLMCall
 from chat_app import services
 from chat_app.models import ChatSession, SessionStatus

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from agents_app.dedupe import DispatchCache, canonical, dispatch_key
-from agents_app.redirect_stubs import STUBS, STUBS_BY_NAME, redirect_payload
+from agents_app.runtime.dedupe import DispatchCache, canonical, dispatch_key
+from agents_app.runtime.redirect_stubs import STUBS, STUBS_BY_NAME, redirect_payload
 
 
 class FakeClock:

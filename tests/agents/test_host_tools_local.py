@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from agents_app.shell_policy import PolicyRefusal, check
-from agents_app.tools.base import ToolContext, ToolError, load_builtin_tools
-from agents_app.tools.hosts import protected_folders
+from agents_app.toolsets.base import ToolContext, ToolError, load_builtin_tools
+from agents_app.toolsets.hosts.tools import protected_folders
 from ops_app.models import Device
 from tests.support import httpd
 from tests.support.asyncdb import close_async_db_connections  # noqa: F401 - fixture
@@ -312,8 +312,8 @@ async def test_host_bash_does_not_leak_ongrids_environment(tools, ctx, local_dev
 
 
 async def test_local_children_get_a_minimal_environment(monkeypatch):
-    from agents_app.hosts.local import CHILD_ENV, LocalTransport
-    from agents_app.hosts.transport import Script
+    from agents_app.toolsets.hosts.local import CHILD_ENV, LocalTransport
+    from agents_app.toolsets.hosts.transport import Script
 
     monkeypatch.setenv("ONGRID_TEST_SECRET", "s3cr3t-value")
     result = await LocalTransport().run(Script.command("cat", "/proc/self/environ"))
@@ -363,8 +363,8 @@ async def test_host_bash_on_the_local_device_cannot_read_ongrids_data_folder(too
 
 
 async def test_local_timeout_kills_every_stage_of_the_pipeline():
-    from agents_app.hosts.local import LocalTransport
-    from agents_app.hosts.transport import Script
+    from agents_app.toolsets.hosts.local import LocalTransport
+    from agents_app.toolsets.hosts.transport import Script
 
     marker = f"{os.getpid()}.{time.monotonic_ns() % 10**6}"
     script = Script(((("sleep", f"30.{marker.replace('.', '')}"), ("cat",)),))

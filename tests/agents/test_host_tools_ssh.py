@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from agents_app.hosts import ssh as ssh_transport
-from agents_app.hosts.devices import transport_for
-from agents_app.hosts.transport import Script
-from agents_app.tools.base import ToolContext, ToolError, load_builtin_tools
+from agents_app.toolsets.base import ToolContext, ToolError, load_builtin_tools
+from agents_app.toolsets.hosts import ssh as ssh_transport
+from agents_app.toolsets.hosts.devices import transport_for
+from agents_app.toolsets.hosts.transport import Script
 from ops_app.models import Device
 from tests.support.asyncdb import close_async_db_connections  # noqa: F401 - fixture
 from tests.support.sshd import SSHServer, sshd  # noqa: F401 - the fixture
@@ -190,7 +190,7 @@ def host_tool_log():
     records: list[logging.LogRecord] = []
     handler = logging.Handler()
     handler.emit = records.append
-    logger = logging.getLogger("agents_app.tools.hosts")
+    logger = logging.getLogger("agents_app.toolsets.hosts.tools")
     logger.addHandler(handler)
     yield records
     logger.removeHandler(handler)
@@ -247,7 +247,7 @@ async def test_a_dropped_connection_is_replaced_transparently(device, sshd, fres
 async def test_a_stop_ends_a_silent_remote_command_at_once(device, fresh_pool, tmp_path_factory):
     import time
 
-    from agents_app.cancel import CancelToken, Stopped
+    from agents_app.tools.cancel import CancelToken, Stopped
 
     fifo = tmp_path_factory.mktemp("ssh-pipe") / "never-written"
     os.mkfifo(fifo)  # `cat` blocks on it for ever and writes nothing

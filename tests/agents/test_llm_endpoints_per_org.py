@@ -13,7 +13,7 @@ from django.db import connection
 from django.test import Client
 from django.urls import reverse
 
-from agents_app.runtime import Runtime
+from agents_app.runtime.core import Runtime
 from audit_app.models import LLMCall
 from chat_app import services
 from fakes.openai_server import FakeLLM, text

@@ -10,12 +10,12 @@ import json
 
 import pytest
 
-from agents_app.cancel import CancelToken
-from agents_app.events import ListSink
-from agents_app.kernel import run_agent
+from agents_app.kernel.events import ListSink
+from agents_app.kernel.loop import run_agent
+from agents_app.kernel.prompt import compose_system_prompt
 from agents_app.llm.offline import LABEL, OfflineProvider, best_specialist, parse_catalog
-from agents_app.prompt import compose_system_prompt
-from agents_app.tools.base import ToolContext
+from agents_app.tools.cancel import CancelToken
+from agents_app.toolsets.base import ToolContext
 from audit_app.models import AuditLog
 from tests.support.agents import context, make_tool, persona
 from tests.support.catalog import catalog_of
@@ -187,9 +187,9 @@ async def test_same_input_same_output():
 
 def test_builtin_personas_route_the_demo_questions():
     """On the shipped personas, the offline coordinator picks the specialist a person would."""
-    from agents_app.catalog import agent_catalog
     from agents_app.llm.offline import best_specialist, parse_catalog
-    from agents_app.registry import file_registry
+    from agents_app.personas.catalog import agent_catalog
+    from agents_app.personas.registry import file_registry
 
     catalog = parse_catalog(agent_catalog(file_registry().all()))
     expected = {
@@ -222,8 +222,8 @@ def test_tool_results_are_summarised_as_readable_bullets():
 def test_a_domain_symptom_outranks_a_generic_one_in_routing():
     """A "certificate error" is a TLS question for the network specialist, not an incident to
     investigate; a failure with no domain word still goes to the investigator."""
-    from agents_app.catalog import agent_catalog
-    from agents_app.registry import file_registry
+    from agents_app.personas.catalog import agent_catalog
+    from agents_app.personas.registry import file_registry
 
     catalog = parse_catalog(agent_catalog(file_registry().all()))
     expected = {

@@ -12,10 +12,10 @@ from asgiref.sync import sync_to_async
 from django.test import Client
 from django.urls import reverse
 
-from agents_app.org_tools import organization_tools
-from agents_app.runtime import Runtime
-from agents_app.tools.base import ToolContext
+from agents_app.runtime.core import Runtime
+from agents_app.tools.binding import organization_tools
 from agents_app.tools.invoke import invoke_tool
+from agents_app.toolsets.base import ToolContext
 from audit_app.models import AuditLog
 from chat_app import services
 from fakes.llm_routing import tool_messages

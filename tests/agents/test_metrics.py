@@ -9,10 +9,10 @@ from asgiref.sync import async_to_sync
 from django.conf import settings
 from prometheus_client.parser import text_string_to_metric_families
 
-from agents_app.cancel import CancelToken
-from agents_app.events import NullSink
-from agents_app.kernel import run_agent
+from agents_app.kernel.events import NullSink
+from agents_app.kernel.loop import run_agent
 from agents_app.llm.offline import OfflineProvider
+from agents_app.tools.cancel import CancelToken
 from agents_app.tools.invoke import invoke_tool, record_unknown_tool
 from chat_app.models import ChatSession
 from tests.support.agents import context, make_tool, persona

@@ -10,8 +10,8 @@ import json
 import pytest
 from rest_framework.test import APIClient
 
-from agents_app import registry
 from agents_app.llm.offline import detect_language, match_device, respond
+from agents_app.personas import registry
 from audit_app.models import AuditLog
 from ops_app.models import Device
 from tests.support.agents import persona

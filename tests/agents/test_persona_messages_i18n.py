@@ -7,8 +7,8 @@ import pytest
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from agents_app import registry
 from agents_app.models import UserAgent
+from agents_app.personas import registry
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agents_app.personas import (
+from agents_app.personas.schema import (
     PersonaError,
     parse_persona,
     parse_skill,

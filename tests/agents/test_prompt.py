@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from agents_app.personas import Skill
-from agents_app.prompt import catalog_names, compose_system_prompt, system_reminder
+from agents_app.kernel.prompt import catalog_names, compose_system_prompt, system_reminder
+from agents_app.personas.schema import Skill
 from tests.support.agents import persona
 from tests.support.catalog import catalog_of
 

@@ -9,7 +9,7 @@ import json
 import pytest
 from asgiref.sync import sync_to_async
 
-from agents_app.runtime import Runtime
+from agents_app.runtime.core import Runtime
 from audit_app.models import LLMCall
 from chat_app import services
 from fakes.openai_server import call, text, tool_calls

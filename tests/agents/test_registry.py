@@ -11,11 +11,11 @@ import pytest
 from django.conf import settings
 from django.db import connections
 
-from agents_app import registry
-from agents_app.catalog import agent_catalog
 from agents_app.models import RegistryVersion, UserAgent
-from agents_app.personas import parse_persona
-from agents_app.registry import AgentRegistry, SkillRegistry
+from agents_app.personas import registry
+from agents_app.personas.catalog import agent_catalog
+from agents_app.personas.registry import AgentRegistry, SkillRegistry
+from agents_app.personas.schema import parse_persona
 
 
 def persona_text(name: str, description: str = "d", when: str = "w", extra: str = "") -> str:
@@ -103,7 +103,7 @@ def test_later_roots_override_earlier_ones(tmp_path, caplog):
     write(builtin, "specialist-a.md", persona_text("specialist-a"))
     override = write(mounted, "default.md", persona_text("default", description="fleet coordinator"))
     reg = AgentRegistry()
-    with caplog.at_level("INFO", logger="agents_app.registry"):
+    with caplog.at_level("INFO", logger="agents_app.personas.registry"):
         reg.reload(builtin, mounted)
     assert reg.by_name("default").description == "fleet coordinator"
     assert reg.by_name("default").path == str(override)
@@ -398,7 +398,7 @@ def test_a_rolled_back_edit_changes_nothing(org):
 async def test_aget_registry_works_on_the_event_loop(org):
     from asgiref.sync import sync_to_async
 
-    from agents_app.registry import aget_registry
+    from agents_app.personas.registry import aget_registry
 
     await sync_to_async(make_agent)(org)
     try:

@@ -1,4 +1,4 @@
-"""Replay in the tool chain (agents_app/replay.py): recordings answer one organization's calls,
+"""Replay in the tool chain (agents_app/tools/replay.py): recordings answer one organization's calls,
 unmatched calls get the documented "no data", other organizations and later calls run for real."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from agents_app.replay import NO_DATA, Recording, Replay, registered, replaying
-from agents_app.tools.base import ToolContext, get_builtin_tool
 from agents_app.tools.invoke import invoke_tool
+from agents_app.tools.replay import NO_DATA, Recording, Replay, registered, replaying
+from agents_app.toolsets.base import ToolContext, get_builtin_tool
 from audit_app.models import AuditLog
 
 pytestmark = pytest.mark.django_db(transaction=True)

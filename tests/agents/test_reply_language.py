@@ -1,4 +1,4 @@
-"""Agents answer in the user's language (agents_app.reply_language): the coordinator's per-turn
+"""Agents answer in the user's language (agents_app.runtime.reply_language): the coordinator's per-turn
 reminder carries it, a chat app's reply language wins for its threads, and a worker's brief says
 which language its final answer is in while the AgentTool call's own arguments stay as sent."""
 
@@ -9,8 +9,8 @@ import json
 import pytest
 from asgiref.sync import sync_to_async
 
-from agents_app import dedupe
-from agents_app.runtime import Runtime
+from agents_app.runtime import dedupe
+from agents_app.runtime.core import Runtime
 from audit_app.models import AuditLog
 from chat_app import services
 from chat_app.models import ChatSession

@@ -14,12 +14,13 @@ from channels.testing import WebsocketCommunicator
 from django.test import Client
 from django.urls import reverse
 
-from agents_app import dedupe, registry
+from agents_app.gate.review_gate import parse_verdict
 from agents_app.models import MutatingProposal
-from agents_app.review_gate import parse_verdict
-from agents_app.runtime import Runtime
-from agents_app.toolbag import build_toolbag
-from agents_app.tools.base import ToolError, load_builtin_tools
+from agents_app.personas import registry
+from agents_app.runtime import dedupe
+from agents_app.runtime.core import Runtime
+from agents_app.tools.toolbag import build_toolbag
+from agents_app.toolsets.base import ToolError, load_builtin_tools
 from audit_app.models import AuditLog
 from chat_app.groups import session_group
 from chat_app.models import ChatSession, SessionStatus

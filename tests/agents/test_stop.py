@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from asgiref.sync import sync_to_async
 
-from agents_app import runtime as runtime_module
-from agents_app.runtime import Runtime
+from agents_app.runtime import core as runtime_module
+from agents_app.runtime.core import Runtime
 from audit_app.models import AuditLog
 from chat_app import services
 from chat_app.models import ChatMessage, ChatSession, MessageKind, SessionStatus

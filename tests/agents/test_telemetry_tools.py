@@ -5,8 +5,8 @@ import datetime as dt
 
 import pytest
 
-from agents_app.tools import telemetry
-from agents_app.tools.base import ToolError
+from agents_app.toolsets import telemetry
+from agents_app.toolsets.base import ToolError
 from ops_app.models import DataSource
 from tests.support.fake_loki_tempo import TRACE_ID, fake_loki_tempo  # noqa: F401 - fixture
 from tests.support.procs import free_port

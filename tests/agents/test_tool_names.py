@@ -1,8 +1,8 @@
-"""The tool names personas may list (agents_app/tool_names.py, used to validate user agents) are
+"""The tool names personas may list (agents_app/toolsets/names.py, used to validate user agents) are
 exactly the tools that exist, with the right class."""
 
-from agents_app import tool_names
-from agents_app.tools.base import load_builtin_tools
+from agents_app.toolsets import names as tool_names
+from agents_app.toolsets.base import load_builtin_tools
 
 
 def test_listed_tool_names_match_the_real_catalog():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from agents_app.toolbag import build_toolbag
+from agents_app.tools.toolbag import build_toolbag
 from tests.support.agents import make_tool, persona
 
 
@@ -78,7 +78,7 @@ def test_read_only_personas_never_get_mutating_tools():
 
 
 def test_unknown_names_are_ignored_with_a_warning(caplog):
-    caplog.set_level(logging.WARNING, logger="agents_app.toolbag")
+    caplog.set_level(logging.WARNING, logger="agents_app.tools.toolbag")
     bag = build_toolbag(persona(tools=("query_promql", "no_such_tool")), AVAILABLE, coordinator=False)
     assert names(bag) == ["query_promql"]
     assert "no_such_tool" in caplog.text

@@ -11,7 +11,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 
-from agents_app.turns import astart_turn
+from agents_app.runtime.turns import astart_turn
 from chat_app import services
 from chat_app.groups import session_group
 from chat_app.models import ChatSession, SessionStatus

@@ -14,8 +14,8 @@ from django.contrib.auth.models import Permission
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from agents_app import registry
 from agents_app.models import UserAgent
+from agents_app.personas import registry
 from ops_app import roles
 from ops_app.services import create_user
 from tests.support.django_subprocess import DjangoProcess
@@ -254,7 +254,7 @@ def test_registry_warnings_are_shown_above_the_list(admin_client, tmp_path, monk
 
 LOOKUP_SCRIPT = """
 import json
-from agents_app.registry import get_registry
+from agents_app.personas.registry import get_registry
 organization = int(sys.argv[1])
 print("ready", flush=True)
 for line in sys.stdin:

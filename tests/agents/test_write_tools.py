@@ -12,10 +12,10 @@ import httpx
 import pytest
 from asgiref.sync import sync_to_async
 
-from agents_app.hosts import ssh as ssh_transport
 from agents_app.models import MutatingProposal
-from agents_app.tools.base import ToolContext, ToolError, load_builtin_tools
-from agents_app.tools.writes import describe_change
+from agents_app.toolsets.base import ToolContext, ToolError, load_builtin_tools
+from agents_app.toolsets.hosts import ssh as ssh_transport
+from agents_app.toolsets.writes import describe_change
 from fakes.openai_server import text
 from ops_app.models import ChangeEvent, Device, Incident
 from tests.support.alertmanager import running_alertmanager

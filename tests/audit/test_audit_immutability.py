@@ -123,7 +123,7 @@ def test_the_recorder_only_ever_creates_audit_rows_and_is_their_only_writer():
     any other write), and neither the tool chain nor the kernel touches the audit models."""
     import inspect
 
-    from agents_app import kernel
+    from agents_app.kernel import loop as kernel
     from agents_app.tools import invoke
     from audit_app import recorder
 

@@ -11,9 +11,9 @@ from django.urls import reverse
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agents_app.cancel import CancelToken
-from agents_app.events import ListSink, ToolStart
-from agents_app.kernel import run_agent
+from agents_app.kernel.events import ListSink, ToolStart
+from agents_app.kernel.loop import run_agent
+from agents_app.tools.cancel import CancelToken
 from audit_app.models import AuditLog
 from audit_app.redaction import MASK, redact_arguments, redact_text
 from chat_app.models import ChatSession

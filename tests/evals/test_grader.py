@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from agents_app.replay import registered
+from agents_app.tools.replay import registered
 from evals_app.runner import RunOptions, RunResult, run_scenario
 from evals_app.scenarios import SCENARIOS_DIR, load_scenario
 from fakes.llm_routing import tool_messages

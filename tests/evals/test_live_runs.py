@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from agents_app.replay import registered_organizations
+from agents_app.tools.replay import registered_organizations
 from evals_app.runner import RunOptions, RunResult, run_scenario
 from evals_app.scenarios import SCENARIOS_DIR, load_scenario
 from fakes.llm_routing import tool_messages

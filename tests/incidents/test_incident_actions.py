@@ -13,7 +13,7 @@ import pytest
 from django.urls import reverse
 
 from agents_app.models import MutatingProposal, RequestedCall
-from agents_app.turns import last_answer
+from agents_app.runtime.turns import last_answer
 from audit_app.models import AuditLog
 from chat_app.models import ChatSession, SessionStatus
 from fakes.openai_server import text

@@ -15,9 +15,9 @@ from django.core.management import call_command
 from django.db import IntegrityError, connection, transaction
 from django.urls import reverse
 
-from agents_app.org_tools import organization_tools
-from agents_app.tools.base import ToolContext
+from agents_app.tools.binding import organization_tools
 from agents_app.tools.invoke import invoke_tool
+from agents_app.toolsets.base import ToolContext
 from audit_app.models import AuditLog
 from ops_app import encryption
 from ops_app.datasources import endpoint, save_data_source

@@ -13,12 +13,35 @@ ROOT = Path(__file__).resolve().parents[2]
 DOC = (ROOT / "docs" / "architecture.md").read_text()
 
 
-def layers() -> list[str]:
-    """The packages of the layers contract, top down; independent siblings ("a | b") in order."""
+def layers(container: str | None = None) -> list[str]:
+    """The packages of a layers contract (the apps', or the one inside `container`), top down;
+    independent siblings ("a | b") in order."""
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
-    [contract] = [c for c in config["contracts"] if c["type"] == "layers"]
+    [contract] = [
+        c for c in config["contracts"] if c["type"] == "layers" and c.get("containers", [None]) == [container]
+    ]
     # "a | b" is a layer of independent siblings (neither may import the other).
     return [name.strip() for layer in contract["layers"] for name in layer.split("|")]
+
+
+def copy_of_the_house(tmp_path: Path) -> Path:
+    """The product, fakes, bench and tests copied with the contracts, checked clean first."""
+    copy = tmp_path / "house"
+    for name in (*layers(), "fakes", "bench", "tests"):
+        shutil.copytree(ROOT / name, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "pyproject.toml").write_text((ROOT / "pyproject.toml").read_text())
+    clean = lint_imports(copy)
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    return copy
+
+
+def lint_imports(tree: Path) -> subprocess.CompletedProcess:
+    lint = [str(Path(sys.executable).with_name("lint-imports"))]
+    return subprocess.run(lint, cwd=tree, capture_output=True, text=True, env={"PYTHONPATH": str(tree)})
+
+
+def add_import(module: Path, statement: str) -> None:
+    module.write_text(module.read_text() + f"\n{statement}  # noqa: E402,F401\n")
 
 
 def test_the_diagram_lists_the_contracts_layers_top_down():
@@ -35,15 +58,21 @@ def test_every_module_the_doc_names_exists():
 
 def test_an_upward_import_breaks_the_layers_contract(tmp_path):
     """A copy of the tree with one upward import (the store importing a surface) fails lint-imports."""
-    copy = tmp_path / "house"
-    for name in (*layers(), "fakes", "bench", "tests"):
-        shutil.copytree(ROOT / name, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
-    (copy / "pyproject.toml").write_text((ROOT / "pyproject.toml").read_text())
-    lint = [str(Path(sys.executable).with_name("lint-imports"))]
-    clean = subprocess.run(lint, cwd=copy, capture_output=True, text=True, env={"PYTHONPATH": str(copy)})
-    assert clean.returncode == 0, clean.stdout + clean.stderr
-    services = copy / "chat_app" / "services.py"
-    services.write_text(services.read_text() + "\nfrom web_app import tree  # noqa: E402,F401\n")
-    broken = subprocess.run(lint, cwd=copy, capture_output=True, text=True, env={"PYTHONPATH": str(copy)})
+    copy = copy_of_the_house(tmp_path)
+    add_import(copy / "chat_app" / "services.py", "from web_app import tree")
+    broken = lint_imports(copy)
     assert broken.returncode != 0
     assert "chat_app.services -> web_app.tree" in broken.stdout
+
+
+def test_inside_agents_the_layers_run_gate_runtime_kernel_tools_then_toolsets():
+    assert layers("agents_app") == ["gate", "runtime", "kernel", "tools", "personas", "llm", "toolsets"]
+
+
+def test_an_upward_import_inside_the_agents_layer_breaks_its_contract(tmp_path):
+    """A toolset that reaches up into the runtime (to publish an event, say) fails lint-imports."""
+    copy = copy_of_the_house(tmp_path)
+    add_import(copy / "agents_app" / "toolsets" / "base.py", "from agents_app.runtime import publishing")
+    broken = lint_imports(copy)
+    assert broken.returncode != 0
+    assert "agents_app.toolsets.base -> agents_app.runtime.publishing" in broken.stdout

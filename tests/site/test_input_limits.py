@@ -18,9 +18,9 @@ from django.db import connection
 from django.test import Client
 from django.urls import reverse
 
-from agents_app import user_agents
 from agents_app.models import UserAgent
-from agents_app.personas import MAX_PERSONA_BYTES, PersonaError, parse_persona
+from agents_app.personas import user_agents
+from agents_app.personas.schema import MAX_PERSONA_BYTES, PersonaError, parse_persona
 from ops_app import knowledge
 from ops_app.models import Alert, AlertmanagerReceiver, Incident, KnowledgeDocument
 from tests.support.required import IN_CI, require

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from agents_app.llm.openai_provider import OpenAIProvider
-from agents_app.personas import Persona
-from agents_app.tools.base import DEFAULT_TIMEOUT, Tool, ToolContext
+from agents_app.personas.schema import Persona
+from agents_app.toolsets.base import DEFAULT_TIMEOUT, Tool, ToolContext
 
 
 def persona(name: str = "specialist-disk", **fields) -> Persona:

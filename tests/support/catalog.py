@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from agents_app.personas import Persona
-from agents_app.prompt import CATALOG_HEADER
+from agents_app.kernel.prompt import CATALOG_HEADER
+from agents_app.personas.schema import Persona
 
 
 def catalog_of(personas: list[Persona]) -> str:

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from agents_app import registry
+from agents_app.personas import registry
 from fakes.llm_routing import ByAgent
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
-from agents_app import registry
-from agents_app.catalog import HEADER
 from agents_app.models import UserAgent
+from agents_app.personas import registry
+from agents_app.personas.catalog import HEADER
 
 pytestmark = pytest.mark.django_db
 CUSTOM = "/api/agents/custom/"

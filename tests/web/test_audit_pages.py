@@ -12,8 +12,9 @@ from asgiref.sync import sync_to_async
 from django.test import Client
 from django.urls import reverse
 
-from agents_app import dedupe, proposals
-from agents_app.runtime import Runtime
+from agents_app.gate import proposals
+from agents_app.runtime import dedupe
+from agents_app.runtime.core import Runtime
 from audit_app.models import AuditLog, LLMCall
 from chat_app import services
 from chat_app.models import ChatSession

@@ -59,7 +59,7 @@ def test_create_list_and_ask_with_wait_returns_the_answer_and_the_tree(member, a
 
 
 def test_without_wait_the_turn_is_accepted_and_runs_in_the_background(member, agents_llm):
-    from agents_app.turns import wait_for_turn
+    from agents_app.runtime.turns import wait_for_turn
 
     client = api(member)
     session_id = client.post("/api/sessions/", {}, format="json").json()["id"]

@@ -9,11 +9,12 @@ from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from agents_app import proposals, user_agents
 from agents_app.forms import UserAgentForm
+from agents_app.gate import proposals
 from agents_app.models import UserAgent
-from agents_app.personas import KNOWN_KEYS, STORED_FIELDS, parse_persona, persona_fields
-from agents_app.runtime import Runtime
+from agents_app.personas import user_agents
+from agents_app.personas.schema import KNOWN_KEYS, STORED_FIELDS, parse_persona, persona_fields
+from agents_app.runtime.core import Runtime
 from chat_app import services
 from chat_app.models import ChatSession
 from fakes.openai_server import call, text, tool_calls

@@ -7,7 +7,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from agents_app import proposals
+from agents_app.gate import proposals
 from agents_app.models import MutatingProposal
 from ops_app import roles
 from ops_app.services import create_user

@@ -17,9 +17,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from agents_app import catalog, proposals, registry, user_agents
+from agents_app.gate import proposals
 from agents_app.models import MutatingProposal, UserAgent
-from agents_app.personas import Persona, PersonaError
+from agents_app.personas import catalog, registry, user_agents
+from agents_app.personas.schema import Persona, PersonaError
 from ops_app.tenancy import organization_of, sees_all_tenants
 from web_app.chat import fragments
 

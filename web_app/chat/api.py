@@ -8,8 +8,8 @@ from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from agents_app import turns
-from agents_app.runtime import get_runtime
+from agents_app.runtime import turns
+from agents_app.runtime.core import get_runtime
 from chat_app import services
 from chat_app.models import MAX_MESSAGE_CHARS, ChatMessage, ChatSession
 from web_app.tree import build_tree

@@ -1,0 +1,46 @@
+"""The tools an organization's agents may be handed (docs/integrations.md): the built-in tools,
+with the organization's data-source names written into the descriptions of the tools that take
+a `datasource` argument (so the model can choose one), plus the tools its MCP servers expose.
+
+Built once per turn / worker, from the organization of the session: one organization's data
+source names and MCP tools never reach another's agents.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from agents_app.toolsets.base import Tool, load_builtin_tools
+from agents_app.toolsets.mcp.tools import organization_mcp_tools
+from ops_app import datasources
+from ops_app.models import DataSource
+
+# tool name -> the data-source kind its `datasource` argument picks
+DATASOURCE_TOOLS = {
+    "query_promql": DataSource.Kind.PROMETHEUS,
+    "query_alert_rules": DataSource.Kind.PROMETHEUS,
+    "query_logql": DataSource.Kind.LOKI,
+    "query_traceql": DataSource.Kind.TEMPO,
+    "create_silence": DataSource.Kind.ALERTMANAGER,
+}
+
+
+def with_data_sources(tool: Tool, names: list[str]) -> Tool:
+    """`tool` whose description names the organization's data sources of its kind (default first)."""
+    if not names:
+        return tool
+    listing = f"{names[0]} (default)" + "".join(f", {name}" for name in names[1:])
+    description = f"{tool.description} Data sources (`datasource`): {listing}."
+    return dataclasses.replace(tool, description=description)
+
+
+async def organization_tools(organization_id: int) -> dict[str, Tool]:
+    """Every tool available to the organization's agents, by name, built-ins first."""
+    available = load_builtin_tools()
+    names = await datasources.anames(organization_id)
+    for name, kind in DATASOURCE_TOOLS.items():
+        if name in available:
+            available[name] = with_data_sources(available[name], names.get(kind, []))
+    for name, tool in (await organization_mcp_tools(organization_id)).items():
+        available.setdefault(name, tool)  # a built-in name always wins
+    return available
