@@ -1,0 +1,73 @@
+"""programs/processes.py: processes, load and memory, in forms that end."""
+
+from __future__ import annotations
+
+from tests.support.shell_policy import policy_table
+
+ALLOWED = [
+    ("ps aux", [["ps", "aux"]]),
+    ("ps -ef", None),
+    ("ps -eo pid,user,pcpu,comm --sort=-pcpu", None),
+    ("ps aux --sort=-rss", None),
+    ("ps aux --sort -rss", [["ps", "aux", "--sort", "-rss"]]),
+    ("ps -p 1 -o comm=", None),
+    ("ps axo pid,comm", [["ps", "axo", "pid,comm"]]),
+    ("ps 1,2", [["ps", "1,2"]]),
+    ("ps -C nginx --no-headers", None),
+    ("top -b -n 1", [["top", "-b", "-n", "1"]]),
+    ("top -bn1", None),
+    ("top -b -n 1 -o %MEM", None),
+    ("top -b -n1 -p 1", None),
+    ("free -m", [["free", "-m"]]),
+    ("free -h --total", None),
+    ("uptime", [["uptime"]]),
+    ("uptime -p", None),
+    ("uptime --since", None),
+    ("vmstat 1 5", [["vmstat", "1", "5"]]),
+    ("vmstat -s", None),
+    ("vmstat", None),
+    ("iostat -x 1 3", None),
+    ("iostat", None),
+    ("lsof -nP -i :443", None),
+    ("lsof -p 1", None),
+    ("lsof -i", [["lsof", "-i"]]),
+    ("lsof -iTCP -sTCP:LISTEN", None),
+    ("lsof +D /var/log", None),
+    ("lsof +L1", None),
+    ("lsof -- /var/log/syslog", None),
+]
+
+REFUSED = [
+    ("ps auxe", "`ps auxe`: the BSD `e` option shows process environments, which hold secrets"),
+    ("ps auxwwe", "`ps auxwwe`: the BSD `e` option"),
+    ("ps e", "`ps e`: the BSD `e` option"),
+    ("ps -e --environment", "process environments"),
+    ("ps --sort", "`ps --sort`: this option needs a value"),
+    ("ps -Q", "`ps -Q`: unknown option"),
+    ("ps --bogus", "`ps --bogus`: unknown option"),
+    ("ps x-", "`ps x-`: not a ps option or a process id list"),
+    ("top", "only batch mode with an iteration count (`top -b -n 1`) is allowed"),
+    ("top -b", "only batch mode"),
+    ("top -n 1", "only batch mode"),
+    ("top -b -n 1 x", "`top x`: top takes no operands"),
+    ("top -b -n 1 -z", "`top -z`: unknown option"),
+    ("free -s 1", "`free -s`: repeating output never ends"),
+    ("free --seconds=1", "`free --seconds`"),
+    ("free -hs 1", "`free -s`"),
+    ("free 5", "`free 5`: this program takes no operands here"),
+    ("uptime now", "`uptime now`: this program takes no operands"),
+    ("uptime --pretty=1", "`uptime --pretty`: this option takes no value"),
+    ("vmstat 1", "`vmstat 1`: a delay without a count never ends"),
+    ("vmstat 1 x", "`vmstat x`: vmstat takes a delay and a count"),
+    ("vmstat -w 5", "a delay without a count never ends"),
+    ("iostat 1", "`iostat 1`: a delay without a count never ends"),
+    ("iostat -p sda", "`iostat -p`: unknown option"),
+    ("lsof -r 1", "`lsof -r`: repeat mode never ends"),
+    ("lsof +r1", "`lsof +r`: repeat mode never ends"),
+    ("lsof -D x", "`lsof -D`: -D builds or updates a device cache file"),
+    ("lsof -p", "`lsof -p`: this option needs a value"),
+    ("lsof -Z", "`lsof -Z`: unknown option"),
+    ("lsof +D /etc/ssh/ssh_host_rsa_key", "private SSH keys"),
+]
+
+test_allowed, test_refused = policy_table(ALLOWED, REFUSED)
