@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from agents_app.shell_policy import PolicyRefusal, check
 from agents_app.toolsets.base import ToolContext, ToolError, load_builtin_tools
+from agents_app.toolsets.hosts.shell_policy import PolicyRefusal, check
 from agents_app.toolsets.hosts.tools import protected_folders
 from ops_app.models import Device
 from tests.support import httpd

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agents_app.shell_policy import PROGRAMS, REQUIRED, Grammar, PolicyRefusal, check
+from agents_app.toolsets.hosts.shell_policy import PROGRAMS, REQUIRED, Grammar, PolicyRefusal, check
 
 ALLOWED = [
     ("ls -la /var/log", [["ls", "-la", "/var/log"]]),

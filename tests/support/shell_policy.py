@@ -11,8 +11,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from agents_app.hosts.transport import Script
-from agents_app.shell_policy import PROGRAMS, PolicyRefusal, check
+from agents_app.toolsets.hosts.shell_policy import PROGRAMS, PolicyRefusal, check
+from agents_app.toolsets.hosts.transport import Script
 
 Allowed = tuple[str, list[list[str]] | None]
 Refused = tuple[str, str]

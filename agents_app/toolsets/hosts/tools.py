@@ -15,9 +15,8 @@ from pathlib import Path
 
 from django.conf import settings
 
-from agents_app import shell_policy
 from agents_app.toolsets.base import ToolContext, ToolError, tool
-from agents_app.toolsets.hosts import parsers
+from agents_app.toolsets.hosts import parsers, shell_policy
 from agents_app.toolsets.hosts.devices import DeviceError, resolve_device, transport_for
 from agents_app.toolsets.hosts.transport import CommandResult, Script, Transport, TransportError
 from ops_app.devices import DISABLED as LOCAL_DISABLED

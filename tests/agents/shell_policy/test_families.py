@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from agents_app.shell_policy import PROGRAMS
-from agents_app.shell_policy.families import REFUSED_FAMILIES, REFUSED_PROGRAMS
+from agents_app.toolsets.hosts.shell_policy import PROGRAMS
+from agents_app.toolsets.hosts.shell_policy.families import REFUSED_FAMILIES, REFUSED_PROGRAMS
 from tests.support.shell_policy import assert_refused, policy_table
 
 EVERY_REFUSED_PROGRAM = sorted(REFUSED_PROGRAMS.items())

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents_app.shell_policy import Grammar, PolicyRefusal
+from agents_app.toolsets.hosts.shell_policy import Grammar, PolicyRefusal
 from tests.support.shell_policy import ids, policy_table
 
 # --- the engine on a grammar of its own: every way an option can take a value ----------------

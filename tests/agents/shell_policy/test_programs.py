@@ -7,8 +7,8 @@ import importlib
 
 import pytest
 
-from agents_app.shell_policy import PROGRAMS
-from agents_app.shell_policy.programs import FAMILIES
+from agents_app.toolsets.hosts.shell_policy import PROGRAMS
+from agents_app.toolsets.hosts.shell_policy.programs import FAMILIES
 
 
 def family_name(family) -> str:

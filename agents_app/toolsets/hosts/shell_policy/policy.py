@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from agents_app.hosts.transport import Script
+from agents_app.toolsets.hosts.transport import Script
 
 from .families import REFUSED_PROGRAMS
 from .grammar import Parsed
