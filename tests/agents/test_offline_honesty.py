@@ -8,6 +8,7 @@ import dataclasses
 import json
 
 import pytest
+from django.utils import translation
 from rest_framework.test import APIClient
 
 from agents_app.llm.offline import detect_language, match_device, respond
@@ -134,6 +135,18 @@ def test_chinese_questions_get_the_chinese_phrases():
     assert "/var/log: 38G" in answer  # the specialist's own words are kept as they are
     plain = respond([{"role": "user", "content": "天空为什么是蓝色的？"}], []).text
     assert plain.startswith("你问的是：“天空为什么是蓝色的？”。我自己回答不了，因为这里我没有任何工具")
+
+
+def test_the_phrases_follow_the_question_not_the_language_active_around_the_call():
+    """A French interface (the active language) asking in English gets English phrases, and a
+    Spanish specialist's label is not relayed twice."""
+    spanish_label = (
+        "(Respuesta del modelo sin conexión de Ongrid: un sustituto determinista, no un LLM real.)"
+    )
+    with translation.override("fr"):
+        answer = coordinator_answer("why is the disk full on web-01?", f"/var/log: 38G {spanish_label}")
+    assert answer.startswith("Here is what the specialist found:")
+    assert "Respuesta del modelo" not in answer and "Réponse du modèle" not in answer
 
 
 def test_a_question_about_a_stop_is_not_taken_for_a_request_to_stop():

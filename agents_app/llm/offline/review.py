@@ -1,14 +1,16 @@
 """The offline model as the reviewer: without a model nothing can judge a change to a system, so it
 rejects every held call except an incident's acknowledgement or resolution, which changes only
 Ongrid's own incident record (the one-click Acknowledge / Resolve of the incident page must work in
-the demo). Deterministic, and it says it is the stand-in (docs/review-gate.md)."""
+the demo; `tool_knowledge` marks those tools). Deterministic, and it says it is the stand-in
+(docs/review-gate.md)."""
 
 from __future__ import annotations
 
 import json
 import re
 
-INCIDENT_RECORD_TOOLS = frozenset({"acknowledge_incident", "resolve_incident"})
+from .tool_knowledge import is_approved_offline
+
 _EXACT_CALL = re.compile(r"Exact call:\s*```json\s*(\{.*?\})\s*```", re.S)
 NOTE = "(Decided by Ongrid's offline stand-in, not a real LLM.)"
 
@@ -30,8 +32,9 @@ def review_brief_call(request: str) -> dict | None:
 
 
 def offline_verdict(call: dict) -> str:
+    """The reviewer's answer to the held `call`: its decision line, then why."""
     tool = str(call.get("tool", ""))
-    if tool in INCIDENT_RECORD_TOOLS:
+    if is_approved_offline(tool):
         return (
             f"Decision: approve\n{tool} changes only the incident's record in Ongrid, not a system; "
             f"the stand-in approves it. {NOTE}"
