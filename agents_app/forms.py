@@ -14,10 +14,10 @@ from agents_app.toolsets import names as tool_names
 from ops_app.admin_mixins import visible_organizations
 from ops_app.tenancy import organization_of, sees_all_tenants
 
-TOOL_GROUPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("read", _("Read — inspect only"), tool_names.READ_TOOLS),
-    ("write", _("Write — change something; goes through the review gate"), tool_names.WRITE_TOOLS),
-    ("control", _("Control — the coordinator's orchestration tools"), tool_names.CONTROL_TOOLS),
+TOOL_GROUPS = (
+    ("read", _("Read — inspect only"), tool_names.read_tools),
+    ("write", _("Write — change something; goes through the review gate"), tool_names.write_tools),
+    ("control", _("Control — the coordinator's orchestration tools"), tool_names.control_tools),
 )
 
 
@@ -74,14 +74,14 @@ class ToolPickerWidget(forms.Widget):
     def get_context(self, name, value, attrs):
         context = super().get_context(name, value, attrs)
         chosen = self.format_value(value)
-        known = set(tool_names.KNOWN_TOOLS)
+        known = tool_names.known_tools()
         context["widget"]["groups"] = [
             {
                 "key": key,
                 "label": label,
-                "tools": [{"name": tool, "checked": tool in chosen} for tool in tools],
+                "tools": [{"name": tool, "checked": tool in chosen} for tool in listed()],
             }
-            for key, label, tools in TOOL_GROUPS
+            for key, label, listed in TOOL_GROUPS
         ]
         context["widget"]["patterns"] = "\n".join(item for item in chosen if item not in known)
         return context

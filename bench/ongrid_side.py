@@ -39,7 +39,7 @@ async def noop_tool(ctx, **arguments) -> dict:
 
 
 def bench_tools() -> dict:
-    from agents_app.toolsets.base import Tool
+    from agents_app.toolsets.contract import Tool
 
     return {
         "query_promql": Tool(

@@ -68,7 +68,7 @@ async def noop_tool(ctx, **arguments):
 
 
 def tools():
-    from agents_app.toolsets.base import Tool
+    from agents_app.toolsets.contract import Tool
 
     return {"query_promql": Tool("query_promql", "no-op for the benchmark", {"type": "object"}, noop_tool)}
 
@@ -106,7 +106,7 @@ async def one_agent_run(org, user, llm_time):
     from agents_app.llm import get_provider
     from agents_app.personas.registry import aget_registry
     from agents_app.tools.cancel import CancelToken
-    from agents_app.toolsets.base import ToolContext
+    from agents_app.toolsets.contract import ToolContext
     from chat_app import services
 
     chat = await asyncio.to_thread(services.start_chat, user)

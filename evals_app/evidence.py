@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from django.db.models import Q
 
-from agents_app.runtime.turns import last_answer
+from agents_app.api import last_answer
 from audit_app.costs import estimate_cost
 from audit_app.models import AuditLog, LLMCall
 from chat_app.models import ChatSession

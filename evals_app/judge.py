@@ -16,8 +16,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from agents_app.llm.base import LLMCompletion, LLMError
-from agents_app.llm.openai_provider import OpenAIProvider
+from agents_app.api import LLMCompletion, LLMError, OpenAIProvider
 from evals_app.scenarios import SUITE_DIR, Scenario
 
 RUBRIC_PATH = SUITE_DIR / "judge_rubric.md"

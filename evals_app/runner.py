@@ -18,10 +18,15 @@ from dataclasses import dataclass, field
 from asgiref.sync import sync_to_async
 from django.contrib.auth import get_user_model
 
-from agents_app.runtime.core import get_runtime
-from agents_app.runtime.redirect_stubs import STUBS
-from agents_app.tools.replay import Replay, replaying
-from agents_app.toolsets.base import load_builtin_tools
+from agents_app.api import (
+    Replay,
+    control_tools,
+    get_runtime,
+    load_builtin_tools,
+    redirects,
+    replaying,
+    toolset_of,
+)
 from chat_app import services
 from chat_app.models import Channel
 from evals_app.estate import Sandbox, create_sandbox, remove_sandbox
@@ -30,23 +35,16 @@ from evals_app.grading import Check, grade
 from evals_app.judge import judge
 from evals_app.scenarios import Scenario
 
-CONTROL_TOOLS = {"AgentTool", "SendMessage", "TaskStop"}
-# Tools that read or change the estate loaded into the organization run for real; every other
-# built-in tool (telemetry, host commands, Alertmanager silences) is answered from the recordings.
-LIVE_MODULES = ("agents_app.toolsets.inventory", "agents_app.toolsets.knowledge")
-LIVE_TOOLS = {"acknowledge_incident", "resolve_incident"}
-
 
 def replayed_tools() -> frozenset[str]:
-    return frozenset(
-        name
-        for name, tool in load_builtin_tools().items()
-        if tool.handler.__module__ not in LIVE_MODULES and name not in LIVE_TOOLS
-    )
+    """The built-in tools answered from the recordings: those of toolsets reaching outside Ongrid
+    (telemetry, host commands, Alertmanager silences). Tools over the estate loaded into the
+    organization (its incidents, devices, knowledge) run for real."""
+    return frozenset(name for name in load_builtin_tools() if toolset_of(name).backend != "ongrid")
 
 
 def known_tools() -> set[str]:
-    return set(load_builtin_tools()) | CONTROL_TOOLS | {stub.name for stub in STUBS}
+    return set(load_builtin_tools()) | set(control_tools()) | {stub.name for stub in redirects()}
 
 
 @dataclass

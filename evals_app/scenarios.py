@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from agents_app.tools.replay import MATCHERS, Recording
+from agents_app.api import MATCHERS, Recording
 
 SUITE_DIR = Path(__file__).resolve().parent.parent / "evals"
 SCENARIOS_DIR = SUITE_DIR / "scenarios"

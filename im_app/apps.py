@@ -12,7 +12,7 @@ class ImAppConfig(AppConfig):
 
     def ready(self) -> None:
         # Imported here: these modules use models, which load after app configs.
-        from agents_app.runtime.reply_language import register_thread_language
+        from agents_app.api import register_thread_language
         from im_app import summaries  # noqa: F401 - connects the investigation summaries receiver
         from im_app.languages import athread_language
 

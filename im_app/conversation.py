@@ -27,10 +27,8 @@ from django.utils import translation
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from agents_app.gate import proposals
+from agents_app.api import ProposalClosed, astart_turn, describe_proposal, get_runtime, may_sign, sign
 from agents_app.models import MutatingProposal
-from agents_app.runtime.core import get_runtime
-from agents_app.runtime.turns import astart_turn
 from chat_app import services
 from chat_app.groups import session_group
 from chat_app.models import ChatSession, SessionStatus
@@ -378,14 +376,14 @@ def decide(
     )
     if proposal is None:
         return False, _("This change is not known here."), None
-    if not proposals.may_sign(user, proposal):
+    if not may_sign(user, proposal):
         log.warning("IM app %s: %s may not sign proposal %s", app.pk, external_user_id, proposal_id)
         return False, _("Only the chat's owner or an org admin may decide this change."), None
     try:
-        proposal = proposals.sign(proposal, user, approve)
-    except proposals.ProposalClosed as exc:
-        return False, str(exc), proposals.describe_proposal(proposal)
-    return True, _("Approved.") if approve else _("Rejected."), proposals.describe_proposal(proposal)
+        proposal = sign(proposal, user, approve)
+    except ProposalClosed as exc:
+        return False, str(exc), describe_proposal(proposal)
+    return True, _("Approved.") if approve else _("Rejected."), describe_proposal(proposal)
 
 
 adecide = sync_to_async(decide)

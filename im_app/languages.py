@@ -6,7 +6,7 @@ from __future__ import annotations
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
-from agents_app.runtime.reply_language import normalize
+from agents_app.api import normalize_language
 from chat_app.models import ChatSession
 from im_app.models import IMApp
 
@@ -34,10 +34,10 @@ def thread_language(app: IMApp, user=None) -> str:
     progress, links, buttons, cards, refusals): the app's reply language when set, else the linked
     sender's own setting (`Membership.language`), else English. Channel posts without a sender
     (summaries, schedule copies) pass no user. The one place this choice is made (docs/i18n.md)."""
-    chosen = normalize(app.reply_language)
+    chosen = normalize_language(app.reply_language)
     if not chosen and user is not None:
         membership = getattr(user, "membership", None)  # staff without an organization have none
-        chosen = normalize(getattr(membership, "language", "") or "")
+        chosen = normalize_language(getattr(membership, "language", "") or "")
     return chosen or settings.LANGUAGE_CODE
 
 

@@ -18,9 +18,7 @@ from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 
-from agents_app.runtime.core import get_runtime
-from agents_app.runtime.executors import run_in_background
-from agents_app.toolsets.base import Tool, ToolContext, ToolError
+from agents_app.api import SUBMIT_REPORT, Tool, ToolContext, ToolError, get_runtime, run_in_background
 from incidents_app import investigations, notify
 from incidents_app.models import Investigation
 from incidents_app.report import REPORT_SCHEMA, check_report
@@ -61,16 +59,7 @@ def submit_report_tool(box: ReportBox) -> Tool:
         box.report = checked.report
         return {"status": "accepted", "hint": "Report stored. Answer with one line; do not call more tools."}
 
-    return Tool(
-        name="submit_report",
-        description=(
-            "Submit your root-cause report for this incident. Call it exactly once, at the end. "
-            "Every evidence item names the id of one of YOUR earlier tool calls that produced it."
-        ),
-        parameters=REPORT_SCHEMA,
-        handler=handler,
-        tool_class="read",
-    )
+    return Tool.from_spec(SUBMIT_REPORT, handler, parameters=REPORT_SCHEMA)
 
 
 def brief(incident: Incident) -> str:

@@ -13,8 +13,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from agents_app.gate import direct_calls
-from agents_app.runtime import turns
+from agents_app.api import ACKNOWLEDGE_INCIDENT, RESOLVE_INCIDENT, CallRefused, request_call, start_turn
 from chat_app import services as chats
 from incidents_app import investigations, runner
 from incidents_app.access import incident_or_404, may_act, visible_incidents
@@ -93,7 +92,7 @@ def incident_transition(request: HttpRequest, incident_id: int, action: str) -> 
         "user": request.user.get_username(),
     }
     reason = f"{note} ({pressed})" if note else pressed
-    tool = "acknowledge_incident" if action == "acknowledge" else "resolve_incident"
+    tool = (ACKNOWLEDGE_INCIDENT if action == "acknowledge" else RESOLVE_INCIDENT).name
     target = Incident.Status.ACKNOWLEDGED if action == "acknowledge" else Incident.Status.RESOLVED
     problem = incident_states.refusal(incident, target)
     if problem:  # nothing for the reviewer to judge
@@ -121,8 +120,8 @@ def _send(request: HttpRequest, incident: Incident, tool: str, arguments, what: 
     description = _("%(what)s (from incident #%(id)s)") % {"what": what, "id": incident.pk}
     title = _("Change for incident #%(id)s") % {"id": incident.pk}
     try:
-        chat = direct_calls.request_call(request.user, tool, arguments, description, title)
-    except direct_calls.CallRefused as exc:
+        chat = request_call(request.user, tool, arguments, description, title)
+    except CallRefused as exc:
         messages.error(request, str(exc))
         return _go(request, reverse("incident-page", args=[incident.pk]))
     return _go(request, reverse("chat-page", args=[chat.pk]))
@@ -139,5 +138,5 @@ def incident_ask(request: HttpRequest, incident_id: int) -> HttpResponse:
     """A new chat whose first message carries the incident and its latest report."""
     incident = incident_or_404(request.user, incident_id)
     chat = chats.start_chat(request.user, title=_("About incident #%(id)s") % {"id": incident.pk})
-    turns.start_turn(chat, incident_context(incident, request.POST.get("question", "")))
+    start_turn(chat, incident_context(incident, request.POST.get("question", "")))
     return redirect("chat-page", chat.pk)

@@ -11,7 +11,7 @@ django_asgi_app = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
-from agents_app.runtime import executors  # noqa: E402
+from agents_app.api import reap_at_startup, remember_main_loop, run_in_background  # noqa: E402
 from incidents_app import startup  # noqa: E402
 from ongrid_site.origins import ExactOriginValidator  # noqa: E402
 from ongrid_site.routing import websocket_urlpatterns  # noqa: E402
@@ -29,9 +29,9 @@ async def application(scope, receive, send):
     """The router, plus: sync views hand chat turns to this server's event loop (see executors),
     and the first request of a process closes session rows orphaned by a previous crash and, in
     the embedded shape, starts the schedule loop (docs/schedules.md)."""
-    if executors.remember_main_loop(asyncio.get_running_loop()):
-        executors.run_in_background(executors.reap_at_startup())
-        executors.run_in_background(startup.recover_investigations())
+    if remember_main_loop(asyncio.get_running_loop()):
+        run_in_background(reap_at_startup())
+        run_in_background(startup.recover_investigations())
         if embedded_scheduler.should_run():
-            executors.run_in_background(embedded_scheduler.scheduler_loop())
+            run_in_background(embedded_scheduler.scheduler_loop())
     await router(scope, receive, send)

@@ -103,6 +103,8 @@ class Config:
     email_from: str = "ongrid@localhost"
     # Turns one worker process carries at once (docs/runtime.md, "Many turns per worker process").
     turns_per_process: int = 200
+    # Toolset packages beside the built-in ones, importable dotted names (docs/extending.md).
+    toolsets: tuple[str, ...] = ()
 
     @property
     def uses_redis(self) -> bool:
@@ -279,6 +281,19 @@ def _rate(env: Mapping[str, str], name: str, default: str) -> str | None:
     return raw
 
 
+DOTTED_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+def _toolsets(env: Mapping[str, str]) -> tuple[str, ...]:
+    packages = _list(env, "ONGRID_TOOLSETS", "")
+    bad = [name for name in packages if not DOTTED_NAME.match(name)]
+    if bad:
+        raise ConfigError(
+            f"ONGRID_TOOLSETS must list importable package names (like acme.toolsets.jira); not {bad[0]!r}"
+        )
+    return tuple(packages)
+
+
 def load(env: Mapping[str, str] | None = None) -> Config:
     """Build the configuration from `env` (default: the process environment)."""
     env = os.environ if env is None else env
@@ -348,4 +363,5 @@ def load(env: Mapping[str, str] | None = None) -> Config:
         smtp_ssl=_flag(env, "ONGRID_SMTP_SSL"),
         email_from=env.get("ONGRID_EMAIL_FROM") or "ongrid@localhost",
         turns_per_process=int(_number(env, "ONGRID_TURNS_PER_PROCESS", 200, int, 1)),
+        toolsets=_toolsets(env),
     )

@@ -7,7 +7,7 @@ import datetime as dt
 
 from django.conf import settings
 
-from agents_app.runtime.executors import run_in_background
+from agents_app.api import run_in_background
 from schedules_app import scheduler
 from schedules_app.models import Schedule, ScheduleRun
 from schedules_app.runner import aexecute_run

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from agents_app.toolsets.base import Tool, ToolContext, ToolError
+from agents_app.api import SUBMIT_FINDING, Tool, ToolContext, ToolError
 
 STATUSES = ("ok", "warning", "problem")
 
@@ -62,13 +62,7 @@ def finding_tool(holder: dict) -> Tool:
         holder["finding"] = {"status": status, "summary": summary.strip(), "findings": list(findings)}
         return {"recorded": True, "status": status}
 
-    return Tool(
-        name="submit_finding",
-        description="Record the inspection's result: its status, a summary and the findings with evidence.",
-        parameters=SCHEMA,
-        handler=submit_finding,
-        tool_class="read",
-    )
+    return Tool.from_spec(SUBMIT_FINDING, submit_finding, parameters=SCHEMA)
 
 
 def problem_fingerprint(schedule_id: int, finding: dict) -> str:

@@ -17,10 +17,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext
 
-from agents_app.personas.registry import aget_registry
-from agents_app.runtime.core import get_runtime
-from agents_app.tools.toolbag import build_toolbag
-from agents_app.toolsets.base import load_builtin_tools
+from agents_app.api import aget_registry, build_toolbag, get_runtime, load_builtin_tools
 from chat_app import services as sessions
 from ops_app import incidents
 from ops_app.change_events import Actor

@@ -9,6 +9,8 @@ from typing import Any
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
+from agents_app.api import QUERY_PROMQL
+
 WIDTH, HEIGHT, PAD_LEFT, PAD_TOP, PAD_BOTTOM = 480, 150, 48, 8, 18
 # Line colours; the legend's swatches use the same, as classes swatch-0… in ongrid.css (no inline
 # styles: the Content-Security-Policy forbids them).
@@ -35,7 +37,7 @@ def series_label(labels: dict) -> str:
 
 
 def chart_for_tool(name: str, content: Any) -> SafeString | str:
-    if name != "query_promql":
+    if name != QUERY_PROMQL.name:
         return ""
     series = _series_of(content)[:MAX_SERIES]
     return line_chart(series) if series else ""

@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 
 from django.db.models import Q
 
-from agents_app.gate.proposals import describe_proposal
+from agents_app.api import AGENT_TOOL, describe_proposal
 from agents_app.models import MutatingProposal
 from audit_app.models import AuditLog, LLMCall
 from audit_app.queries import (
@@ -29,7 +29,7 @@ from audit_app.queries import (
 )
 from chat_app.models import ChatMessage, ChatSession, MessageRole
 
-SPAWN_TOOL = "AgentTool"  # its spawned session is a worker (a child node), not a review
+SPAWN_TOOL = AGENT_TOOL.name  # its spawned session is a worker (a child node), not a review
 SPAWN_SLACK = timedelta(milliseconds=500)  # a worker row is written while its dispatch runs
 SPAWNED_STATUSES = {"ok", "killed"}  # a dispatch that ended so ran a worker
 

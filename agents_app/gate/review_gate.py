@@ -39,8 +39,8 @@ from agents_app.personas.schema import COORDINATOR, REVIEWER
 from agents_app.runtime.publishing import Publisher
 from agents_app.tools.invoke import GateDecision
 from agents_app.tools.toolbag import build_toolbag
-from agents_app.toolsets.base import Tool, ToolContext, ToolError, load_builtin_tools
-from agents_app.toolsets.writes import describe_change
+from agents_app.toolsets.contract import Tool, ToolContext, ToolError
+from agents_app.toolsets.registry import load_builtin_tools
 from audit_app.models import AuditLog
 from audit_app.redaction import redact_arguments
 from chat_app import services
@@ -90,7 +90,7 @@ class ReviewGate:
         if refusal:
             return GateDecision(False, refusal)
         try:
-            change = describe_change(tool.name, arguments)
+            change = describe_change(tool, arguments)
         except ToolError as error:
             return GateDecision(False, str(error))
         session = await ChatSession.objects.filter(
@@ -159,6 +159,18 @@ async def _check_caller(tool: Tool, ctx: ToolContext) -> tuple[str, str]:
     if tool.name not in {t.name for t in bag}:
         return f"{tool.name} is not among the tools of persona {persona.name!r}", persona.permission_mode
     return "", persona.permission_mode
+
+
+def describe_change(tool: Tool, arguments: dict) -> dict:
+    """{action, target, blast_radius} of a write call, from the tool's own account of it; raises
+    ToolError when the call can never be allowed.
+
+    A write tool without an account is described conservatively (tenant-wide) rather than refused,
+    so a tool added later is still reviewed.
+    """
+    if tool.describe is None:
+        return {"action": tool.name, "target": "", "blast_radius": "tenant_wide"}
+    return tool.describe(arguments)
 
 
 def _redacted(arguments: dict) -> dict:

@@ -29,7 +29,8 @@ from agents_app.llm.base import LLMCompletion, LLMDelta, LLMError, LLMProvider, 
 from agents_app.personas.schema import Persona, Skill
 from agents_app.tools.cancel import CancelToken, Stopped
 from agents_app.tools.invoke import ToolOutcome, invoke_tool, record_not_run, record_unknown_tool
-from agents_app.toolsets.base import Tool, ToolContext
+from agents_app.toolsets.contract import Tool, ToolContext
+from agents_app.toolsets.control.manifest import AGENT_TOOL
 from audit_app.redaction import redact_arguments
 
 logger = logging.getLogger(__name__)
@@ -293,7 +294,7 @@ def _unique_ids(calls: list[ToolCall]) -> list[ToolCall]:
 
 def _describe_call(call: ToolCall) -> str:
     """`host_du_summary` or, for a dispatch, `AgentTool (specialist-disk: Disk usage on web-01)`."""
-    if call.name != "AgentTool":
+    if call.name != AGENT_TOOL.name:
         return call.name
     try:
         arguments = json.loads(call.arguments_raw or "{}")

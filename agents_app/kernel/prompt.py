@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterable
 
 from agents_app.personas.schema import Persona, Skill
+from agents_app.toolsets.control.manifest import AGENT_TOOL
 
 CATALOG_HEADER = "Available specialists (valid `subagent_type` values):"
 _CATALOG_NAME = re.compile(r"^- \*\*(?P<name>[^*]+)\*\*", re.MULTILINE)
@@ -47,7 +48,7 @@ def system_reminder(persona: Persona, catalog: str | None, language_line: str = 
     if persona.is_coordinator:
         names = catalog_names(catalog)
         if names:
-            lines.append("Valid `subagent_type` values for AgentTool: " + ", ".join(names) + ".")
+            lines.append(f"Valid `subagent_type` values for {AGENT_TOOL.name}: " + ", ".join(names) + ".")
         else:
             lines.append("No specialists are available: answer with your own read-only tools.")
     if language_line:  # the user's language (agents_app.runtime.reply_language), for the coordinator's turns

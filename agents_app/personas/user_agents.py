@@ -99,7 +99,7 @@ def field_errors(agent: UserAgent, user=None) -> dict[str, list[str]]:
             add(
                 key,
                 _("Unknown tool(s): %(unknown)s. Known tools: %(known)s.")
-                % {"unknown": ", ".join(unknown), "known": ", ".join(sorted(tool_names.KNOWN_TOOLS))},
+                % {"unknown": ", ".join(unknown), "known": ", ".join(sorted(tool_names.known_tools()))},
             )
     skills = agent.skills or []
     if not isinstance(skills, list) or not all(isinstance(item, str) for item in skills):

@@ -1,18 +1,22 @@
-"""The coordinator's control tools: AgentTool, SendMessage, TaskStop, and the redirect stubs.
+"""The coordinator's control tools (declared in `agents_app/toolsets/control/manifest.py`) and its
+redirect stubs.
 
 They are closures bound to one turn (its session, its publisher, the specialists it may
 dispatch), built by the runtime for the coordinator only, so a worker can never reach them and
-workers never nest (docs/runtime.md, "Coordinator and workers").
+workers never nest (docs/runtime.md, "Coordinator and workers"). The stubs answer the names the
+manifests say the model reaches for on the coordinator (docs/runtime.md, "Redirect stubs").
 """
 
 from __future__ import annotations
 
+import json
 from typing import Protocol
 
 from agents_app.runtime import dedupe
 from agents_app.runtime.publishing import Publisher
-from agents_app.runtime.redirect_stubs import redirect_payload
-from agents_app.toolsets.base import Tool, ToolContext, ToolError, ToolResult
+from agents_app.toolsets.contract import Tool, ToolContext, ToolError, ToolResult
+from agents_app.toolsets.control.manifest import AGENT_TOOL, SEND_MESSAGE, TASK_STOP
+from agents_app.toolsets.registry import Redirect
 from chat_app import services
 from chat_app.models import ChatSession, MessageKind, MessageRole, SessionStatus
 
@@ -27,21 +31,6 @@ class WorkerRuntime(Protocol):
     async def stop_worker(self, worker_session_id: int, by: str = "") -> bool: ...
 
 
-AGENT_TOOL_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "description": {"type": "string", "description": "One-line summary of the task, shown on the tile."},
-        "subagent_type": {"type": "string", "description": "Name of the specialist persona to dispatch."},
-        "prompt": {
-            "type": "string",
-            "description": "The complete, self-contained brief. The worker cannot see this conversation: "
-            "include ids, device names, times and the user's exact words.",
-        },
-    },
-    "required": ["description", "subagent_type", "prompt"],
-}
-
-
 def agent_tool(
     runtime: WorkerRuntime, session: ChatSession, publisher: Publisher, specialists: list[str]
 ) -> Tool:
@@ -52,10 +41,10 @@ def agent_tool(
     ):
         if extra:
             raise ToolError(
-                f"AgentTool takes only description, subagent_type and prompt; got {sorted(extra)}."
+                f"{AGENT_TOOL.name} takes only description, subagent_type and prompt; got {sorted(extra)}."
             )
         if not (description and subagent_type and prompt):
-            raise ToolError("AgentTool needs description, subagent_type and prompt, all non-empty.")
+            raise ToolError(f"{AGENT_TOOL.name} needs description, subagent_type and prompt, all non-empty.")
         if subagent_type not in specialists:
             raise ToolError(f"Unknown subagent_type {subagent_type!r}. Valid values: {valid}.")
         key = dedupe.dispatch_key(session.root_session_id or session.pk, subagent_type, prompt)
@@ -83,22 +72,15 @@ def agent_tool(
         status = {"completed": "ok", "killed": "killed"}.get(outcome.status, "error")
         return ToolResult(payload, status=status)
 
-    return Tool(
-        "AgentTool",
-        "Dispatch a specialist worker for deep work (5+ inspection calls, host-side tools, cross-host or "
-        "cross-signal analysis). Blocks until the worker finishes and returns its answer. "
-        f"Valid subagent_type values: {valid}.",
-        AGENT_TOOL_SCHEMA,
-        handler,
-        "read",
-        timeout=900.0,
+    return Tool.from_spec(
+        AGENT_TOOL, handler, description=f"{AGENT_TOOL.description} Valid subagent_type values: {valid}."
     )
 
 
 def send_message_tool(session: ChatSession, publisher: Publisher) -> Tool:
     async def handler(ctx: ToolContext, message: str = ""):
         if not message.strip():
-            raise ToolError("SendMessage needs a non-empty message.")
+            raise ToolError(f"{SEND_MESSAGE.name} needs a non-empty message.")
         note = await services.aappend_message(
             session.pk, MessageRole.ASSISTANT, message, kind=MessageKind.NOTE
         )
@@ -107,14 +89,7 @@ def send_message_tool(session: ChatSession, publisher: Publisher) -> Tool:
         )
         return "Delivered to the user. Continue the turn."
 
-    schema = {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]}
-    return Tool(
-        "SendMessage",
-        "Send an intermediate message to the user without ending the turn.",
-        schema,
-        handler,
-        "read",
-    )
+    return Tool.from_spec(SEND_MESSAGE, handler)
 
 
 def task_stop_tool(runtime: WorkerRuntime, session: ChatSession) -> Tool:
@@ -133,19 +108,44 @@ def task_stop_tool(runtime: WorkerRuntime, session: ChatSession) -> Tool:
         await runtime.stop_worker(worker_id, by="the coordinator")
         return {"task_id": worker_id, "status": "stopping"}
 
-    schema = {"type": "object", "properties": {"task_id": {"type": "integer"}}, "required": ["task_id"]}
-    return Tool("TaskStop", "Stop a running worker by its task_id (idempotent).", schema, handler, "read")
+    return Tool.from_spec(TASK_STOP, handler)
 
 
-def stub_tool(stub) -> Tool:
+def stub_tool(stub: Redirect) -> Tool:
     async def handler(ctx: ToolContext, **arguments):
         return ToolResult(redirect_payload(stub, arguments), status="redirect")
 
     schema = {"type": "object", "properties": {}, "additionalProperties": True}
     return Tool(
         stub.name,
-        f"Not available to the coordinator: dispatch {stub.specialist} via AgentTool.",
+        f"Not available to the coordinator: dispatch {stub.specialist} via {AGENT_TOOL.name}.",
         schema,
         handler,
         "read",
     )
+
+
+WHY_STUB_EXISTS = (
+    "The coordinator's job is dispatch and triage. Deep-dive tools live on specialist workers; "
+    "calling them inline is the wrong pattern."
+)
+
+
+def redirect_payload(stub: Redirect, arguments: dict | None = None) -> dict:
+    """The JSON the stub returns: enough for the model to re-issue the call through AgentTool."""
+    args = json.dumps(arguments or {}, ensure_ascii=False, sort_keys=True)[:300]
+    brief = f"<self-contained task: what to find out with {stub.name} {args}, and why the user asked>"
+    suggested = (
+        f'{AGENT_TOOL.name}(description="<one line>", subagent_type="{stub.specialist}", '
+        f"prompt={json.dumps(brief, ensure_ascii=False)})"
+    )
+    return {
+        "status": "redirect",
+        "hint": (
+            f"{stub.name} is not available in coordinator scope. Re-invoke via {AGENT_TOOL.name} to dispatch "
+            f"to {stub.specialist}."
+        ),
+        "reason": stub.reason,
+        "suggested_call": suggested,
+        "why_stub_exists": WHY_STUB_EXISTS,
+    }

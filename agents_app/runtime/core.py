@@ -26,13 +26,13 @@ from agents_app.personas.registry import aget_registry, get_skill_registry
 from agents_app.personas.schema import COORDINATOR, REPORTER, REVIEWER, Persona
 from agents_app.runtime import control_tools
 from agents_app.runtime.publishing import KernelSink, Listener, Publisher
-from agents_app.runtime.redirect_stubs import STUBS
 from agents_app.runtime.reply_language import areply_language, brief_line, reminder_line
 from agents_app.tools.binding import organization_tools
 from agents_app.tools.cancel import CancelToken
 from agents_app.tools.invoke import invoke_tool
 from agents_app.tools.toolbag import build_toolbag
-from agents_app.toolsets.base import Tool, ToolContext, ToolError
+from agents_app.toolsets.contract import Tool, ToolContext, ToolError
+from agents_app.toolsets.registry import redirects
 from audit_app.recorder import record_llm_call
 from chat_app import services
 from chat_app.models import ChatMessage, ChatSession, MessageKind, MessageRole, SessionKind, SessionStatus
@@ -512,7 +512,7 @@ class Runtime:
         control = {t.name: t for t in self._control_tools(session, publisher, specialists)}
         bag = build_toolbag(persona, {**available, **control}, coordinator=True)
         present = {t.name for t in bag}
-        bag += [control_tools.stub_tool(stub) for stub in STUBS if stub.name not in present]
+        bag += [control_tools.stub_tool(stub) for stub in redirects() if stub.name not in present]
         return bag
 
     def _control_tools(

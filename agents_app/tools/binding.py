@@ -10,19 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from agents_app.toolsets.base import Tool, load_builtin_tools
+from agents_app.toolsets.contract import Tool
 from agents_app.toolsets.mcp.tools import organization_mcp_tools
+from agents_app.toolsets.registry import datasource_kinds, load_builtin_tools
 from ops_app import datasources
-from ops_app.models import DataSource
-
-# tool name -> the data-source kind its `datasource` argument picks
-DATASOURCE_TOOLS = {
-    "query_promql": DataSource.Kind.PROMETHEUS,
-    "query_alert_rules": DataSource.Kind.PROMETHEUS,
-    "query_logql": DataSource.Kind.LOKI,
-    "query_traceql": DataSource.Kind.TEMPO,
-    "create_silence": DataSource.Kind.ALERTMANAGER,
-}
 
 
 def with_data_sources(tool: Tool, names: list[str]) -> Tool:
@@ -38,7 +29,7 @@ async def organization_tools(organization_id: int) -> dict[str, Tool]:
     """Every tool available to the organization's agents, by name, built-ins first."""
     available = load_builtin_tools()
     names = await datasources.anames(organization_id)
-    for name, kind in DATASOURCE_TOOLS.items():
+    for name, kind in datasource_kinds().items():
         if name in available:
             available[name] = with_data_sources(available[name], names.get(kind, []))
     for name, tool in (await organization_mcp_tools(organization_id)).items():

@@ -27,7 +27,7 @@ import jsonschema
 from agents_app import metrics
 from agents_app.tools import replay
 from agents_app.tools.cancel import Stopped
-from agents_app.toolsets.base import Tool, ToolContext, ToolError, ToolResult
+from agents_app.toolsets.contract import Tool, ToolContext, ToolError, ToolResult
 from audit_app import recorder
 from audit_app.recorder import truncate
 from audit_app.redaction import redact_text

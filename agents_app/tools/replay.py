@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from agents_app.toolsets.base import Handler, ToolContext, ToolError
+from agents_app.toolsets.contract import Handler, ToolContext, ToolError
 
 Matcher = Literal["exact", "subset", "contains", "regex", "any"]
 MATCHERS: tuple[str, ...] = ("exact", "subset", "contains", "regex", "any")

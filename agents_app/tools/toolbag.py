@@ -7,21 +7,15 @@ import logging
 from fnmatch import fnmatchcase
 
 from agents_app.personas.schema import Persona
-from agents_app.toolsets.base import Tool
+from agents_app.toolsets.contract import Tool
+from agents_app.toolsets.names import control_tools
 
 logger = logging.getLogger(__name__)
-
-COORDINATOR_ONLY = ("AgentTool", "SendMessage", "TaskStop")
-HOST_PREFIXES = ("host_", "get_host_")
 
 
 def coordinator_read_set(available: dict[str, Tool]) -> list[str]:
     """The default toolbag: every read tool that does not run on a host."""
-    return [
-        name
-        for name, tool in available.items()
-        if tool.tool_class == "read" and not name.startswith(HOST_PREFIXES)
-    ]
+    return [name for name, tool in available.items() if tool.tool_class == "read" and not tool.on_host]
 
 
 def build_toolbag(persona: Persona, available: dict[str, Tool], *, coordinator: bool) -> list[Tool]:
@@ -38,7 +32,7 @@ def build_toolbag(persona: Persona, available: dict[str, Tool], *, coordinator: 
     for pattern in persona.disallowed_tools:
         wanted = {name for name in wanted if not fnmatchcase(name, pattern)}
     if not coordinator:
-        wanted -= set(COORDINATOR_ONLY)
+        wanted -= set(control_tools())
     if persona.permission_mode == "read-only":
         wanted = {name for name in wanted if not available[name].mutates}
     return [tool for name, tool in available.items() if name in wanted]

@@ -11,7 +11,7 @@ from asgiref.sync import sync_to_async
 
 from agents_app.runtime.core import Runtime
 from agents_app.tools.binding import organization_tools
-from agents_app.toolsets.base import ToolError
+from agents_app.toolsets.contract import ToolError
 from chat_app import services
 from fakes.llm_routing import tool_messages
 from fakes.openai_server import call, text, tool_calls

@@ -1,7 +1,8 @@
 from __future__ import annotations
 
+from agents_app.runtime.control_tools import redirect_payload
 from agents_app.runtime.dedupe import DispatchCache, canonical, dispatch_key
-from agents_app.runtime.redirect_stubs import STUBS, STUBS_BY_NAME, redirect_payload
+from agents_app.toolsets.registry import redirects
 
 
 class FakeClock:
@@ -41,13 +42,42 @@ def test_cache_is_bounded_least_recently_used_first():
     assert cache.get("b") is None and cache.get("a") is not None and cache.get("c") is not None
 
 
+# The stubs come from the manifests (each tool's `owner` and `also_redirects`): the coordinator is
+# steered to the same specialist for the same names as when they were a hand-written list.
+EXPECTED_STUBS = {
+    "get_host_load": "specialist-compute",
+    "get_host_processes": "specialist-compute",
+    "host_du_summary": "specialist-disk",
+    "host_find_large_files": "specialist-disk",
+    "host_stat_file": "specialist-disk",
+    "host_probe_http": "specialist-network",
+    "host_probe_dns": "specialist-network",
+    "host_probe_tcp": "specialist-network",
+    "host_bash": "specialist-ops",
+    "host_restart_service": "specialist-ops",
+    "correlate_incident": "incident-investigator",
+    "query_logql": "incident-investigator",
+    "query_traceql": "incident-investigator",
+    "restart_service": "specialist-ops",
+    "run_command": "specialist-ops",
+}
+
+
+def test_the_stubs_derived_from_the_manifests_send_each_name_to_its_owner():
+    stubs = redirects()
+    assert {stub.name: stub.specialist for stub in stubs} == EXPECTED_STUBS
+    assert len(stubs) == len(EXPECTED_STUBS)  # no name twice
+    assert all(stub.reason for stub in stubs)
+
+
 def test_every_stub_redirects_to_a_specialist_with_a_ready_call():
-    assert len(STUBS_BY_NAME) == len(STUBS)
-    payload = redirect_payload(STUBS_BY_NAME["host_du_summary"], {"device": "web-01", "path": "/var"})
+    by_name = {stub.name: stub for stub in redirects()}
+
+    payload = redirect_payload(by_name["host_du_summary"], {"device": "web-01", "path": "/var"})
     assert set(payload) == {"status", "hint", "reason", "suggested_call", "why_stub_exists"}
     assert payload["status"] == "redirect"
     assert 'subagent_type="specialist-disk"' in payload["suggested_call"]
     assert payload["suggested_call"].startswith("AgentTool(")
     assert "background" not in payload["suggested_call"]
     assert "web-01" in payload["suggested_call"]
-    assert all(stub.specialist not in ("default", "reviewer") for stub in STUBS)
+    assert all(stub.specialist not in ("default", "reviewer") for stub in by_name.values())

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from agents_app.toolsets.base import ToolContext, ToolError, load_builtin_tools
+from agents_app.toolsets.contract import ToolContext, ToolError
+from agents_app.toolsets.hosts.running import protected_folders
 from agents_app.toolsets.hosts.shell_policy import PolicyRefusal, check
-from agents_app.toolsets.hosts.tools import protected_folders
+from agents_app.toolsets.registry import load_builtin_tools
 from ops_app.models import Device
 from tests.support import httpd
 from tests.support.asyncdb import close_async_db_connections  # noqa: F401 - fixture

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from agents_app.toolsets.base import ToolContext, ToolError, load_builtin_tools
+from agents_app.toolsets.contract import ToolContext, ToolError
 from agents_app.toolsets.hosts import ssh as ssh_transport
 from agents_app.toolsets.hosts.devices import transport_for
 from agents_app.toolsets.hosts.transport import Script
+from agents_app.toolsets.registry import load_builtin_tools
 from ops_app.models import Device
 from tests.support.asyncdb import close_async_db_connections  # noqa: F401 - fixture
 from tests.support.sshd import SSHServer, sshd  # noqa: F401 - the fixture
@@ -190,7 +191,7 @@ def host_tool_log():
     records: list[logging.LogRecord] = []
     handler = logging.Handler()
     handler.emit = records.append
-    logger = logging.getLogger("agents_app.toolsets.hosts.tools")
+    logger = logging.getLogger("agents_app.toolsets.hosts.running")
     logger.addHandler(handler)
     yield records
     logger.removeHandler(handler)

@@ -7,7 +7,8 @@ import inspect
 import pytest
 from django.utils import timezone
 
-from agents_app.toolsets.base import ToolError, load_builtin_tools
+from agents_app.toolsets.contract import ToolError
+from agents_app.toolsets.registry import load_builtin_tools
 from ops_app.demo import load_demo_estate
 from ops_app.models import AlertRule, Device, Incident
 from tests.support.prometheus import LIVE_RULE, prometheus_server  # noqa: F401 - fixture

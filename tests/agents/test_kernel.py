@@ -10,7 +10,7 @@ import pytest
 from agents_app.kernel.events import Error, Final, ListSink, TextDelta, ToolEnd, ToolStart
 from agents_app.kernel.loop import run_agent
 from agents_app.tools.cancel import CancelToken
-from agents_app.toolsets.base import ToolResult
+from agents_app.toolsets.contract import ToolResult
 from audit_app.models import AuditLog, LLMCall
 from audit_app.recorder import record_llm_call
 from chat_app.models import ChatSession

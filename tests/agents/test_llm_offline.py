@@ -15,7 +15,7 @@ from agents_app.kernel.loop import run_agent
 from agents_app.kernel.prompt import compose_system_prompt
 from agents_app.llm.offline import LABEL, OfflineProvider, best_specialist, parse_catalog
 from agents_app.tools.cancel import CancelToken
-from agents_app.toolsets.base import ToolContext
+from agents_app.toolsets.contract import ToolContext
 from audit_app.models import AuditLog
 from tests.support.agents import context, make_tool, persona
 from tests.support.catalog import catalog_of

@@ -15,7 +15,7 @@ from django.urls import reverse
 from agents_app.runtime.core import Runtime
 from agents_app.tools.binding import organization_tools
 from agents_app.tools.invoke import invoke_tool
-from agents_app.toolsets.base import ToolContext
+from agents_app.toolsets.contract import ToolContext
 from audit_app.models import AuditLog
 from chat_app import services
 from fakes.llm_routing import tool_messages

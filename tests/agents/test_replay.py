@@ -10,7 +10,8 @@ import pytest
 
 from agents_app.tools.invoke import invoke_tool
 from agents_app.tools.replay import NO_DATA, Recording, Replay, registered, replaying
-from agents_app.toolsets.base import ToolContext, get_builtin_tool
+from agents_app.toolsets.contract import ToolContext
+from agents_app.toolsets.registry import get_builtin_tool
 from audit_app.models import AuditLog
 
 pytestmark = pytest.mark.django_db(transaction=True)

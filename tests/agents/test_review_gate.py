@@ -20,7 +20,8 @@ from agents_app.personas import registry
 from agents_app.runtime import dedupe
 from agents_app.runtime.core import Runtime
 from agents_app.tools.toolbag import build_toolbag
-from agents_app.toolsets.base import ToolError, load_builtin_tools
+from agents_app.toolsets.contract import ToolError
+from agents_app.toolsets.registry import load_builtin_tools
 from audit_app.models import AuditLog
 from chat_app.groups import session_group
 from chat_app.models import ChatSession, SessionStatus

@@ -12,7 +12,7 @@ from asgiref.sync import sync_to_async
 from agents_app.runtime import dedupe
 from agents_app.runtime.control_tools import task_stop_tool
 from agents_app.runtime.core import Runtime
-from agents_app.toolsets.base import ToolContext
+from agents_app.toolsets.contract import ToolContext
 from audit_app.models import AuditLog
 from chat_app import services
 from chat_app.models import ChatMessage, ChatSession, SessionStatus

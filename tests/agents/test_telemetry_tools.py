@@ -5,8 +5,9 @@ import datetime as dt
 
 import pytest
 
-from agents_app.toolsets import telemetry
-from agents_app.toolsets.base import ToolError
+from agents_app.toolsets.contract import ToolError
+from agents_app.toolsets.loki.manifest import MAX_LINE_CHARS
+from agents_app.toolsets.prometheus.handlers import plan_range
 from ops_app.models import DataSource
 from tests.support.fake_loki_tempo import TRACE_ID, fake_loki_tempo  # noqa: F401 - fixture
 from tests.support.procs import free_port
@@ -91,9 +92,9 @@ def test_prometheus_not_configured_unreachable_and_bad_times(org, settings):
 
 def test_step_planning_respects_the_budget():
     start = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
-    assert telemetry.plan_range(start, start + dt.timedelta(hours=1), "15s", 120) == 31
-    assert telemetry.plan_range(start, start + dt.timedelta(hours=1), "5m", 120) == 300
-    assert telemetry.plan_range(start, start + dt.timedelta(seconds=10), None, 120) == 1
+    assert plan_range(start, start + dt.timedelta(hours=1), "15s", 120) == 31
+    assert plan_range(start, start + dt.timedelta(hours=1), "5m", 120) == 300
+    assert plan_range(start, start + dt.timedelta(seconds=10), None, 120) == 1
 
 
 # --- Loki (fake speaking the documented format) -------------------------------------------------
@@ -111,7 +112,7 @@ def test_logql_streams_limit_direction_and_truncation(org, loki_tempo):
     checkout, payments = result["streams"]
     assert checkout["labels"] == {"service": "checkout", "level": "error"}
     assert checkout["entries"][0] == ["2023-11-14T22:13:20Z", "upstream payments timed out (request 0)"]
-    assert len(payments["entries"][0][1]) == telemetry.MAX_LINE_CHARS
+    assert len(payments["entries"][0][1]) == MAX_LINE_CHARS
     newest_first = run_tool("query_logql", org, query='{service="checkout"}', limit=2)
     assert [e[1][-2] for e in newest_first["streams"][0]["entries"]] == ["4", "3"]
 

@@ -9,7 +9,7 @@ import pytest
 from django.conf import settings
 
 from agents_app.tools.invoke import GateDecision, invoke_tool, set_review_gate, truncate
-from agents_app.toolsets.base import ToolContext, ToolResult
+from agents_app.toolsets.contract import ToolContext, ToolResult
 from audit_app.models import AuditLog
 from tests.support.agents import context, make_tool
 

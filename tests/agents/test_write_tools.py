@@ -12,10 +12,11 @@ import httpx
 import pytest
 from asgiref.sync import sync_to_async
 
+from agents_app.gate.review_gate import describe_change
 from agents_app.models import MutatingProposal
-from agents_app.toolsets.base import ToolContext, ToolError, load_builtin_tools
+from agents_app.toolsets.contract import ToolContext, ToolError
 from agents_app.toolsets.hosts import ssh as ssh_transport
-from agents_app.toolsets.writes import describe_change
+from agents_app.toolsets.registry import load_builtin_tools
 from fakes.openai_server import text
 from ops_app.models import ChangeEvent, Device, Incident
 from tests.support.alertmanager import running_alertmanager
@@ -275,11 +276,9 @@ async def test_silence_without_alertmanager_says_so(org, tools, settings):
         ([{"name": "instance", "value": "web-.*", "isRegex": True}], "tenant_wide"),
     ],
 )
-def test_silence_blast_radius(matchers, radius):
-    assert (
-        describe_change("create_silence", {"matchers": matchers, "duration_minutes": 5})["blast_radius"]
-        == radius
-    )
+def test_silence_blast_radius(tools, matchers, radius):
+    change = describe_change(tools["create_silence"], {"matchers": matchers, "duration_minutes": 5})
+    assert change["blast_radius"] == radius
 
 
 def test_every_write_tool_is_gated_and_asks_for_a_reason(tools):

@@ -17,7 +17,7 @@ from django.urls import reverse
 
 from agents_app.tools.binding import organization_tools
 from agents_app.tools.invoke import invoke_tool
-from agents_app.toolsets.base import ToolContext
+from agents_app.toolsets.contract import ToolContext
 from audit_app.models import AuditLog
 from ops_app import encryption
 from ops_app.datasources import endpoint, save_data_source

@@ -12,7 +12,8 @@ from django.conf import settings as django_settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 
-from agents_app.toolsets.base import ToolContext, ToolError, load_builtin_tools
+from agents_app.toolsets.contract import ToolContext, ToolError
+from agents_app.toolsets.registry import load_builtin_tools
 from ongrid_site.celery import app as celery_app
 from ops_app import knowledge, knowledge_index
 from ops_app.models import KnowledgeDocument, KnowledgePassage

@@ -11,7 +11,8 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.urls import reverse
 
-from agents_app.toolsets.base import ToolContext, ToolError, load_builtin_tools
+from agents_app.toolsets.contract import ToolContext, ToolError
+from agents_app.toolsets.registry import load_builtin_tools
 from ongrid_site import config
 from ops_app.demo import load_demo_estate
 from ops_app.devices import DISABLED, STAFF_ONLY

@@ -5,7 +5,7 @@ import datetime as dt
 import pytest
 from django.utils import timezone
 
-from agents_app.toolsets.base import ToolError
+from agents_app.toolsets.contract import ToolError
 from ops_app.demo import load_demo_estate
 from ops_app.models import Alert, ChangeEvent, Incident, TopologyEdge, TopologyNode
 from tests.support.tools import run_tool

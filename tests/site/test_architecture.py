@@ -72,7 +72,7 @@ def test_inside_agents_the_layers_run_gate_runtime_kernel_tools_then_toolsets():
 def test_an_upward_import_inside_the_agents_layer_breaks_its_contract(tmp_path):
     """A toolset that reaches up into the runtime (to publish an event, say) fails lint-imports."""
     copy = copy_of_the_house(tmp_path)
-    add_import(copy / "agents_app" / "toolsets" / "base.py", "from agents_app.runtime import publishing")
+    add_import(copy / "agents_app" / "toolsets" / "contract.py", "from agents_app.runtime import publishing")
     broken = lint_imports(copy)
     assert broken.returncode != 0
-    assert "agents_app.toolsets.base -> agents_app.runtime.publishing" in broken.stdout
+    assert "agents_app.toolsets.contract -> agents_app.runtime.publishing" in broken.stdout

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from agents_app.llm.openai_provider import OpenAIProvider
 from agents_app.personas.schema import Persona
-from agents_app.toolsets.base import DEFAULT_TIMEOUT, Tool, ToolContext
+from agents_app.toolsets.contract import DEFAULT_TIMEOUT, Tool, ToolContext
 
 
 def persona(name: str = "specialist-disk", **fields) -> Persona:
@@ -15,10 +15,11 @@ def persona(name: str = "specialist-disk", **fields) -> Persona:
 
 
 def make_tool(
-    name: str, handler, *, tool_class="read", timeout=DEFAULT_TIMEOUT, params=None, description=""
+    name: str, handler, *, tool_class="read", timeout=DEFAULT_TIMEOUT, params=None, description="", on_host=False
 ) -> Tool:
     parameters = params or {"type": "object", "properties": {}}
-    return Tool(name, description or f"{name} (test tool)", parameters, handler, tool_class, timeout)
+    description = description or f"{name} (test tool)"
+    return Tool(name, description, parameters, handler, tool_class, timeout, on_host=on_host)
 
 
 def provider_for(fake, **options) -> OpenAIProvider:

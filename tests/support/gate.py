@@ -10,7 +10,8 @@ from django.utils import timezone
 
 from agents_app.models import UserAgent
 from agents_app.tools.invoke import ToolOutcome, invoke_tool
-from agents_app.toolsets.base import ToolContext, load_builtin_tools
+from agents_app.toolsets.contract import ToolContext
+from agents_app.toolsets.registry import load_builtin_tools
 from chat_app import services
 from ops_app.models import Incident
 

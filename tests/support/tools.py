@@ -10,7 +10,8 @@ import json
 
 from asgiref.sync import async_to_sync
 
-from agents_app.toolsets.base import ToolContext, load_builtin_tools
+from agents_app.toolsets.contract import ToolContext
+from agents_app.toolsets.registry import load_builtin_tools
 
 
 def run_tool(tool_name: str, organization, /, **arguments):

@@ -17,10 +17,23 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from agents_app.gate import proposals
+from agents_app.api import (
+    PERSONA_FIELDS,
+    Persona,
+    PersonaError,
+    ProposalClosed,
+    agent_catalog,
+    describe_proposal,
+    field_errors,
+    first_line,
+    get_registry,
+    is_org_admin,
+    may_sign,
+    sign,
+    specialists,
+    to_markdown,
+)
 from agents_app.models import MutatingProposal, UserAgent
-from agents_app.personas import catalog, registry, user_agents
-from agents_app.personas.schema import Persona, PersonaError
 from ops_app.tenancy import organization_of, sees_all_tenants
 from web_app.chat import fragments
 
@@ -29,14 +42,14 @@ class IsOrgAdmin(permissions.BasePermission):
     message = "Only organization admins manage custom agents."
 
     def has_permission(self, request, view) -> bool:
-        return user_agents.is_org_admin(request.user)
+        return is_org_admin(request.user)
 
 
 def _persona_summary(persona: Persona) -> dict:
     return {
         "name": persona.name,
         "description": persona.description,
-        "when_to_use": catalog.first_line(persona.when_to_use),
+        "when_to_use": first_line(persona.when_to_use),
         "source": persona.source,
         "permission_mode": persona.permission_mode,
         "tools": list(persona.tools) if persona.tools is not None else None,
@@ -65,12 +78,12 @@ class AgentCatalogView(APIView):
         organization = organization_of(request.user)
         if organization is None and not sees_all_tenants(request.user):
             raise PermissionDenied(_("You belong to no organization."))
-        current = registry.get_registry(organization.pk if organization else None)
+        current = get_registry(organization.pk if organization else None)
         personas = current.all()
         return Response(
             {
-                "catalog": catalog.agent_catalog(personas),
-                "agents": [_persona_summary(p) for p in catalog.specialists(personas)],
+                "catalog": agent_catalog(personas),
+                "agents": [_persona_summary(p) for p in specialists(personas)],
             }
         )
 
@@ -95,14 +108,14 @@ class UserAgentSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = UserAgent
-        fields = ("id", *user_agents.PERSONA_FIELDS, "enabled", "created_at", "updated_at", "markdown")
+        fields = ("id", *PERSONA_FIELDS, "enabled", "created_at", "updated_at", "markdown")
         read_only_fields = ("id", "created_at", "updated_at", "markdown")
         # Uniqueness per organization is checked in validate(): the organization is not a field.
         validators: list = []
 
     def get_markdown(self, agent: UserAgent) -> str | None:
         try:
-            return user_agents.to_markdown(agent)
+            return to_markdown(agent)
         except PersonaError:  # an invalid legacy row still lists; it just has no file form
             return None
 
@@ -110,7 +123,7 @@ class UserAgentSerializer(serializers.ModelSerializer):
         request = self.context["request"]
         candidate = UserAgent(pk=self.instance.pk if self.instance else None)
         if self.instance is not None:
-            for field in user_agents.PERSONA_FIELDS + ("enabled", "organization_id"):
+            for field in PERSONA_FIELDS + ("enabled", "organization_id"):
                 setattr(candidate, field, getattr(self.instance, field))
         else:
             organization = organization_of(request.user)
@@ -119,7 +132,7 @@ class UserAgentSerializer(serializers.ModelSerializer):
             candidate.organization = organization
         for field, value in attrs.items():
             setattr(candidate, field, value)
-        errors = user_agents.field_errors(candidate, request.user)
+        errors = field_errors(candidate, request.user)
         if errors:
             if "__all__" in errors:
                 errors["non_field_errors"] = errors.pop("__all__")
@@ -158,20 +171,20 @@ class ProposalSignView(APIView):
     def post(self, request: Request, pk: int) -> Response:
         rows = MutatingProposal.objects.for_user(request.user).select_related("root_session")
         proposal = get_object_or_404(rows, pk=pk)
-        if not proposals.may_sign(request.user, proposal):
+        if not may_sign(request.user, proposal):
             raise PermissionDenied(_("Only the chat's owner or an org admin may sign this change."))
         form = SignSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         closed = None
         try:
-            proposal = proposals.sign(
+            proposal = sign(
                 proposal, request.user, self.approve, form.validated_data.get("reason", "")
             )
-        except proposals.ProposalClosed as error:
+        except ProposalClosed as error:
             closed = str(error)
         if request.headers.get("HX-Request"):
             # Even a late click redraws the card: the page then shows who decided first.
-            return HttpResponse(fragments.proposal_card(proposals.describe_proposal(proposal)))
+            return HttpResponse(fragments.proposal_card(describe_proposal(proposal)))
         if closed:
-            return Response({"detail": closed, "proposal": proposals.describe_proposal(proposal)}, status=409)
-        return Response(proposals.describe_proposal(proposal))
+            return Response({"detail": closed, "proposal": describe_proposal(proposal)}, status=409)
+        return Response(describe_proposal(proposal))

@@ -8,8 +8,7 @@ from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from agents_app.runtime import turns
-from agents_app.runtime.core import get_runtime
+from agents_app.api import get_runtime, last_answer, start_turn, wait_for_turn
 from chat_app import services
 from chat_app.models import MAX_MESSAGE_CHARS, ChatMessage, ChatSession
 from web_app.tree import build_tree
@@ -71,7 +70,7 @@ class ChatSessionViewSet(
         body = PostMessageSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         try:
-            message, waitable = turns.start_turn(session, body.validated_data["content"])
+            message, waitable = start_turn(session, body.validated_data["content"])
         except services.TurnInProgress as exc:
             return Response(
                 {"detail": str(exc), "session": session.pk, "running_turn_id": exc.turn_id},
@@ -79,8 +78,8 @@ class ChatSessionViewSet(
             )
         if request.query_params.get("wait") not in ("1", "true", "yes"):
             return Response({"session": session.pk, "turn_id": message.pk}, status=status.HTTP_202_ACCEPTED)
-        finished = turns.wait_for_turn(session.pk, waitable)
-        answer = turns.last_answer(session.pk)
+        finished = wait_for_turn(session.pk, waitable)
+        answer = last_answer(session.pk)
         return Response(
             {
                 "session": session.pk,

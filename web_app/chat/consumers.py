@@ -12,7 +12,7 @@ from django.template.loader import render_to_string
 from django.utils import timezone, translation
 from django.utils.translation import gettext
 
-from agents_app.runtime.turns import astart_turn
+from agents_app.api import astart_turn
 from audit_app.queries import can_audit
 from chat_app.groups import session_group, user_group
 from chat_app.models import MAX_MESSAGE_CHARS, ChatSession, SessionStatus

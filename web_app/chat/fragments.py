@@ -16,13 +16,14 @@ from django.utils import timezone
 from django.utils.html import escape
 from django.utils.translation import gettext_lazy as _
 
+from agents_app.api import control_tools
 from chat_app.stops import for_viewer
 from web_app.charts import chart_for_tool
 from web_app.rendering import EstateLinks, render_answer, render_markdown  # noqa: F401 - used by the consumer
 
 PREVIEW_CHARS = 4000
 ARGS_CHARS = 160
-CONTROL_TOOLS = {"AgentTool", "SendMessage", "TaskStop"}
+CONTROL_TOOLS = frozenset(control_tools())
 
 
 def short_arguments(raw: Any) -> str:

@@ -8,7 +8,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from agents_app.runtime.core import get_runtime
+from agents_app.api import get_runtime
 from audit_app.queries import can_audit
 from chat_app import services
 from chat_app.models import ChatSession

@@ -7,11 +7,12 @@ import json
 import re
 
 from agents_app.llm.base import LLMCompletion, ToolCall
+from agents_app.toolsets.manifest import ROLE_INCIDENT_DETAIL, ROLE_REPORT
 
 from .completions import calling, final
 from .conversation import tool_steps, trailing_results, user_texts
 from .phrases import LABEL
-from .tool_knowledge import ROLE_INCIDENT_DETAIL, ROLE_REPORT, tool_for
+from .tool_knowledge import tool_for
 
 _INCIDENT_REF = re.compile(r"incident #(\d+)")
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agents_app.llm.base import LLMCompletion, LLMDelta, LLMEvent, ToolCall
+from agents_app.toolsets.manifest import ROLE_DEVICE_LIST, ROLE_DISPATCH, ROLE_REPORT
 
 from .completions import calling, final
 from .conversation import (
@@ -30,7 +31,7 @@ from .reading import Facts
 from .review import offline_verdict, review_brief_call
 from .routing import best_specialist, direct_lookup, dispatch, parse_catalog, users_words
 from .summaries import plain_answer, summarise
-from .tool_knowledge import ROLE_DEVICE_LIST, ROLE_DISPATCH, ROLE_REPORT, tool_for
+from .tool_knowledge import tool_for
 
 
 @dataclass(frozen=True)

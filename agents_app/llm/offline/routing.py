@@ -9,9 +9,10 @@ import re
 from dataclasses import dataclass
 
 from agents_app.llm.base import ToolCall
+from agents_app.toolsets.manifest import ROLE_DISPATCH
 
 from .reading import Facts, routing_words, words
-from .tool_knowledge import ROLE_DISPATCH, hints, lookup_tools, open_variant, tool_for
+from .tool_knowledge import hints, lookup_tools, open_variant, tool_for
 from .vocabulary import CAUSE_WORDS, CONCEPTS, LOOKUP_OPENERS, OPEN_WORDS
 
 _CATALOG_ENTRY = re.compile(r"^- \*\*(?P<name>[^*]+)\*\* — (?P<description>.*)$")

@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from agents_app.toolsets.manifest import ROLE_DISPATCH
+
 from .phrases import CANNOT, ENDED, FOUND, HELLO, LABEL, RAN, WHY_NO_FIT, WHY_NO_TOOLS, labels, phrase
-from .tool_knowledge import ROLE_DISPATCH, tool_for
+from .tool_knowledge import tool_for
 
 _LABEL_KEYS = ("title", "name", "summary", "event", "path", "message", "line", "resource_name", "status")
 MAX_FIELDS, MAX_ITEMS, MAX_TEXT = 8, 3, 160

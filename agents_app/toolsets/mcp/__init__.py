@@ -1,0 +1,1 @@
+"""The tools of an organization's MCP servers, discovered at run time (docs/integrations.md)."""

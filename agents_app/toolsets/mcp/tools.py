@@ -9,22 +9,23 @@ or breaks the session is a ToolError the model reads, never a crashed turn.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
-from agents_app.toolsets.base import Tool, ToolContext, ToolError
+from agents_app.toolsets.contract import Tool, ToolContext, ToolError
+from agents_app.toolsets.mcp.manifest import TOOL_PREFIX
 from ops_app import mcp_client
 from ops_app.mcp_servers import aenabled_tools
 from ops_app.models import McpTool
 
-PREFIX = "mcp__"
 MAX_NAME = 64  # the function-name limit of OpenAI-compatible APIs
 UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
 def agent_tool_name(server: str, tool: str) -> str:
     """`mcp__<server>__<tool>`, with characters function names may not carry replaced by `_`."""
-    return (PREFIX + UNSAFE.sub("_", server) + "__" + UNSAFE.sub("_", tool))[:MAX_NAME]
+    return (TOOL_PREFIX + UNSAFE.sub("_", server) + "__" + UNSAFE.sub("_", tool))[:MAX_NAME]
 
 
 def parameters_of(schema: dict) -> dict:
@@ -44,6 +45,17 @@ def render_result(result: Any) -> str | dict:
     if not "".join(parts).strip() and getattr(result, "structured_content", None):
         return dict(result.structured_content)
     return "\n".join(parts)
+
+
+def describe_call(tool_name: str, arguments: dict) -> dict:
+    """An MCP write for the reviewer: Ongrid cannot know what it touches, so it is judged tenant-wide."""
+    server, _, remote = tool_name.removeprefix(TOOL_PREFIX).partition("__")
+    shown = json.dumps({k: v for k, v in arguments.items() if k != "reason"}, ensure_ascii=False, default=str)
+    return {
+        "action": f"MCP tool {remote or tool_name} on server {server}",
+        "target": shown if len(shown) <= 300 else shown[:299] + "…",
+        "blast_radius": "tenant_wide",
+    }
 
 
 def agent_tool(row: McpTool) -> Tool:
@@ -73,6 +85,7 @@ def agent_tool(row: McpTool) -> Tool:
         handler=handler,
         tool_class="read" if row.tool_class == McpTool.ToolClass.READ else "write",
         timeout=spec.timeout + mcp_client.CONNECT_TIMEOUT,
+        describe=lambda arguments: describe_call(name, arguments),
     )
 
 

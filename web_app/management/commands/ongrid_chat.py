@@ -12,7 +12,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
 from django.utils.translation import gettext_lazy as _
 
-from agents_app.runtime.core import get_runtime
+from agents_app.api import get_runtime
 from chat_app import services
 from chat_app.models import ChatSession, SessionStatus
 from ops_app.commands import LocalizedCommand

@@ -1,30 +1,14 @@
-"""`query_knowledge`: retrieval over the organization's runbooks and uploaded documents."""
+"""The handler of `query_knowledge`: ranked passages with titles, sources and scores."""
 
 from __future__ import annotations
 
 from asgiref.sync import sync_to_async
 
-from agents_app.toolsets.base import ToolContext, ToolError, tool
+from agents_app.toolsets.contract import ToolContext, ToolError
+from agents_app.toolsets.knowledge.manifest import FOLLOW_THRESHOLD
 from ops_app import knowledge
 
-FOLLOW_THRESHOLD = 0.6
 
-
-@tool(
-    "query_knowledge",
-    "Search the organization's runbooks and uploaded documents. Returns ranked passages with the "
-    f"document title, source, a score from 0 to 1 and a snippet. A score of {FOLLOW_THRESHOLD} or more "
-    "means the passage covers the question well: follow that runbook and cite its title.",
-    {
-        "type": "object",
-        "properties": {
-            "query": {"type": "string", "description": "The question or symptoms, in plain words."},
-            "top_k": {"type": "integer", "minimum": 1, "maximum": 10, "default": 5},
-        },
-        "required": ["query"],
-        "additionalProperties": False,
-    },
-)
 async def query_knowledge(ctx: ToolContext, query: str, top_k: int = 5) -> dict:
     if not isinstance(query, str) or not query.strip():
         raise ToolError("query must be a non-empty question")

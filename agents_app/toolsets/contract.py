@@ -1,8 +1,9 @@
-"""The tool contract every tool module writes against.
+"""What a tool is, once it is ready to be handed to an agent.
 
-A tool module (any module in this package) declares tools with the `@tool(...)` decorator; the
-catalog imports every module of the package once (`load_builtin_tools`), so adding a tool is
-adding a function, never editing a list elsewhere.
+A tool is declared once, in its toolset's manifest (`agents_app/toolsets/manifest.py`); the
+toolset registry binds the declaration to its handler and makes the `Tool` the call chain runs.
+Tools that only exist for one run (the coordinator's control tools, a surface's submit tool) are
+made from their declaration with `Tool.from_spec` by whoever owns that run.
 
 Handlers are `async def handler(ctx: ToolContext, **arguments) -> str | dict | list`. They raise
 `ToolError` for failures the LLM should read and correct (bad argument, backend error, not
@@ -11,11 +12,12 @@ configured); anything else they raise is a bug, reported to the LLM as an intern
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from agents_app.toolsets.manifest import ToolSpec
 
 ToolClass = Literal["read", "write", "destructive"]
 DEFAULT_TIMEOUT = 15.0
@@ -55,6 +57,9 @@ class ToolResult:
 
 
 Handler = Callable[..., Awaitable[Any]]
+# A write tool's account of one call for the reviewer: {action, target, blast_radius}; it raises
+# ToolError for a call that can never be allowed (docs/review-gate.md).
+Describer = Callable[[dict], dict]
 
 
 @dataclass(frozen=True)
@@ -65,6 +70,22 @@ class Tool:
     handler: Handler
     tool_class: ToolClass = "read"
     timeout: float = DEFAULT_TIMEOUT
+    describe: Describer | None = field(default=None, compare=False)
+    # Runs on a device: kept off the coordinator's default toolbag (docs/runtime.md).
+    on_host: bool = False
+
+    @classmethod
+    def from_spec(cls, spec: ToolSpec, handler: Handler, **overrides: Any) -> Tool:
+        """The tool `spec` declares, run by `handler` (`overrides`: e.g. a run-time description)."""
+        fields = {
+            "name": spec.name,
+            "description": spec.description,
+            "parameters": spec.parameters,
+            "tool_class": spec.tool_class,
+            "timeout": spec.timeout,
+            "on_host": spec.on_host,
+        }
+        return cls(handler=handler, **{**fields, **overrides})
 
     @property
     def mutates(self) -> bool:
@@ -76,37 +97,3 @@ class Tool:
             "type": "function",
             "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
         }
-
-
-_BUILTIN: dict[str, Tool] = {}
-
-
-def tool(
-    name: str,
-    description: str,
-    parameters: dict | None = None,
-    tool_class: ToolClass = "read",
-    timeout: float = DEFAULT_TIMEOUT,
-) -> Callable[[Handler], Handler]:
-    """Declare `handler` as the built-in tool `name`."""
-
-    def register(handler: Handler) -> Handler:
-        if name in _BUILTIN:
-            raise ValueError(f"tool {name!r} is declared twice")
-        params = parameters or {"type": "object", "properties": {}, "additionalProperties": False}
-        _BUILTIN[name] = Tool(name, description.strip(), params, handler, tool_class, timeout)
-        return handler
-
-    return register
-
-
-def load_builtin_tools() -> dict[str, Tool]:
-    """Import every module of this package (idempotent) and return the built-in tools by name."""
-    package = importlib.import_module("agents_app.toolsets")
-    for module in pkgutil.walk_packages(package.__path__, "agents_app.toolsets."):
-        importlib.import_module(module.name)
-    return dict(_BUILTIN)
-
-
-def get_builtin_tool(name: str) -> Tool | None:
-    return load_builtin_tools().get(name)

@@ -1,0 +1,1 @@
+"""Devices, recorded changes and the service graph of the organization (docs/estate.md)."""

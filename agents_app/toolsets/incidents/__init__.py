@@ -1,0 +1,1 @@
+"""Incidents and alerting rules of the organization, and the two incident writes (docs/estate.md)."""

@@ -1,0 +1,127 @@
+from agents_app.toolsets.manifest import REASON, ROLE_INCIDENT_DETAIL, OfflineHints, Toolset, ToolSpec
+from agents_app.toolsets.records import LIMIT_PARAM, TIME_HELP
+from ops_app.models import Incident, Severity
+
+SEVERITIES = [s.value for s in Severity]
+INCIDENT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "incident_id": {"type": "integer", "minimum": 1, "description": "From query_incidents."},
+        "reason": REASON,
+    },
+    "required": ["incident_id", "reason"],
+    "additionalProperties": False,
+}
+INCIDENT_STATUSES = [s.value for s in Incident.Status]
+
+QUERY_INCIDENTS = ToolSpec(
+    "query_incidents",
+    "Search incidents of the estate. Filters combine with AND; all are optional. Returns the newest "
+    "first with id, title, severity, status, start/resolve times, services and device.",
+    {
+        "type": "object",
+        "properties": {
+            "status": {"type": "string", "enum": INCIDENT_STATUSES},
+            "severity": {"type": "string", "enum": SEVERITIES},
+            "service": {"type": "string", "description": "An affected service name (exact)."},
+            "device": {"type": "string", "description": "Device name (exact, case-insensitive)."},
+            "since": {"type": "string", "description": f"Started at or after. {TIME_HELP}."},
+            "until": {"type": "string", "description": f"Started at or before. {TIME_HELP}."},
+            "text": {"type": "string", "description": "Words to find in the title or summary."},
+            "limit": LIMIT_PARAM,
+        },
+        "additionalProperties": False,
+    },
+    offline=OfflineHints(lookup_words=frozenset({"incident", "incidente", "incidencia"})),
+)
+
+GET_ACTIVE_INCIDENTS = ToolSpec(
+    "get_active_incidents",
+    "The incidents that are not resolved yet (firing or acknowledged), worst severity first.",
+    {"type": "object", "properties": {"limit": LIMIT_PARAM}, "additionalProperties": False},
+    offline=OfflineHints(open_variant_of="query_incidents"),
+)
+
+GET_INCIDENT_DETAIL = ToolSpec(
+    "get_incident_detail",
+    "Everything about one incident: its alerts, a timeline, the devices and topology nodes it "
+    "touches and the change events recorded around it.",
+    {
+        "type": "object",
+        "properties": {"incident_id": {"type": "integer", "description": "The incident's id."}},
+        "required": ["incident_id"],
+        "additionalProperties": False,
+    },
+    offline=OfflineHints(role=ROLE_INCIDENT_DETAIL),
+)
+
+CORRELATE_INCIDENT = ToolSpec(
+    "correlate_incident",
+    "For one incident: its alerts, alerts on neighbouring services and the change events within "
+    "±30 minutes of its start, as one timeline ordered by time (earliest deviation first), plus the "
+    "changes on its topology neighbourhood just before it started (likely causes, closest first).",
+    {
+        "type": "object",
+        "properties": {"incident_id": {"type": "integer", "description": "The incident's id."}},
+        "required": ["incident_id"],
+        "additionalProperties": False,
+    },
+    owner="incident-investigator",
+    redirect_reason="correlation is a root-cause investigation",
+)
+
+QUERY_ALERT_RULES = ToolSpec(
+    "query_alert_rules",
+    "Alerting rules: those stored in Ongrid and, when Prometheus is configured, the live rules "
+    "Prometheus evaluates (with their state: inactive, pending or firing).",
+    {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "description": "Part of the rule name (case-insensitive)."},
+            "severity": {"type": "string", "enum": SEVERITIES},
+            "include_live": {
+                "type": "boolean",
+                "description": "Also read Prometheus /api/v1/rules (default true).",
+            },
+            "datasource": {
+                "type": "string",
+                "description": "The Prometheus data source for live rules (default: the default one).",
+            },
+        },
+        "additionalProperties": False,
+    },
+    datasource="prometheus",
+    offline=OfflineHints(lookup_words=frozenset({"rule", "regla", "règle"}), lookup_rank=1),
+)
+
+ACKNOWLEDGE_INCIDENT = ToolSpec(
+    "acknowledge_incident",
+    "Acknowledge a firing incident: someone is on it. Recorded in the change history with the agent "
+    "as actor. Reviewed before it runs.",
+    INCIDENT_SCHEMA,
+    tool_class="write",
+)
+
+RESOLVE_INCIDENT = ToolSpec(
+    "resolve_incident",
+    "Mark an incident resolved once its cause is fixed and its alerts are quiet. Recorded in the "
+    "change history with the agent as actor. Reviewed before it runs.",
+    INCIDENT_SCHEMA,
+    tool_class="write",
+)
+
+TOOLSET = Toolset(
+    "incidents",
+    "Incidents, their alerts and alerting rules: search, detail, correlation, acknowledge, resolve",
+    (
+        QUERY_INCIDENTS,
+        GET_ACTIVE_INCIDENTS,
+        GET_INCIDENT_DETAIL,
+        CORRELATE_INCIDENT,
+        QUERY_ALERT_RULES,
+        ACKNOWLEDGE_INCIDENT,
+        RESOLVE_INCIDENT,
+    ),
+    backend="ongrid",
+    handlers=("queries", "changes"),
+)

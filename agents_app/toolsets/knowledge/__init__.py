@@ -1,0 +1,1 @@
+"""Retrieval over the organization's runbooks and uploaded documents (docs/knowledge.md)."""

@@ -1,0 +1,23 @@
+from agents_app.toolsets.manifest import Toolset, ToolSpec
+
+FOLLOW_THRESHOLD = 0.6
+
+QUERY_KNOWLEDGE = ToolSpec(
+    "query_knowledge",
+    "Search the organization's runbooks and uploaded documents. Returns ranked passages with the "
+    f"document title, source, a score from 0 to 1 and a snippet. A score of {FOLLOW_THRESHOLD} or more "
+    "means the passage covers the question well: follow that runbook and cite its title.",
+    {
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "description": "The question or symptoms, in plain words."},
+            "top_k": {"type": "integer", "minimum": 1, "maximum": 10, "default": 5},
+        },
+        "required": ["query"],
+        "additionalProperties": False,
+    },
+)
+
+TOOLSET = Toolset(
+    "knowledge", "The knowledge vault: runbooks and uploads", (QUERY_KNOWLEDGE,), backend="ongrid"
+)

@@ -1,0 +1,1 @@
+"""LogQL against the organization's Loki data sources (docs/estate.md)."""

@@ -1,0 +1,1 @@
+"""PromQL against the organization's Prometheus data sources (docs/estate.md)."""
