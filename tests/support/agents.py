@@ -15,7 +15,14 @@ def persona(name: str = "specialist-disk", **fields) -> Persona:
 
 
 def make_tool(
-    name: str, handler, *, tool_class="read", timeout=DEFAULT_TIMEOUT, params=None, description="", on_host=False
+    name: str,
+    handler,
+    *,
+    tool_class="read",
+    timeout=DEFAULT_TIMEOUT,
+    params=None,
+    description="",
+    on_host=False,
 ) -> Tool:
     parameters = params or {"type": "object", "properties": {}}
     description = description or f"{name} (test tool)"
