@@ -14,9 +14,10 @@ from django.test import Client
 
 from fakes.openai_server import text
 from fakes.telegram_api import FakeTelegram
-from im_app import background, polling
+from im_app import background
 from im_app.models import IMApp
-from im_app.platforms.telegram import TelegramClient
+from im_app.platforms.telegram import polling
+from im_app.platforms.telegram.client import TelegramClient
 from ops_app import roles
 from ops_app.services import create_user
 from tests.support.asyncdb import close_async_db_connections  # noqa: F401 - fixture
@@ -365,7 +366,8 @@ async def test_an_approval_button_is_refused_to_others_and_executes_for_the_owne
 
 def test_long_answers_are_split_into_well_formed_messages():
     from im_app.formatting import split_rendered
-    from im_app.platforms.telegram import MAX_TEXT, to_html
+    from im_app.platforms.telegram.client import MAX_TEXT
+    from im_app.platforms.telegram.markup import to_html
 
     markdown = (
         "\n".join(f"line {n}: **load** <{n}> & more" for n in range(400)) + "\n```\n" + "x\n" * 3000 + "```"
