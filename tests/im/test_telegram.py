@@ -364,24 +364,6 @@ async def test_an_approval_button_is_refused_to_others_and_executes_for_the_owne
     assert telegram.bot_texts(CHAT)[0].startswith("Acknowledged it.")
 
 
-def test_long_answers_are_split_into_well_formed_messages():
-    from im_app.formatting import split_rendered
-    from im_app.platforms.telegram.client import MAX_TEXT
-    from im_app.platforms.telegram.markup import to_html
-
-    markdown = (
-        "\n".join(f"line {n}: **load** <{n}> & more" for n in range(400)) + "\n```\n" + "x\n" * 3000 + "```"
-    )
-
-    chunks = split_rendered(markdown, to_html, MAX_TEXT)
-
-    assert len(chunks) > 2 and all(len(chunk) <= MAX_TEXT for chunk in chunks)
-    assert all(chunk.count("<b>") == chunk.count("</b>") for chunk in chunks)
-    assert all(chunk.count("<pre>") == chunk.count("</pre>") for chunk in chunks)
-    assert "line 399: <b>load</b> &lt;399&gt; &amp; more" in "".join(chunks)
-    assert sum(chunk.count("x") for chunk in chunks) == 3000
-
-
 async def test_the_stop_button_is_refused_to_others_and_stops_the_turn_for_the_owner(
     app, alice, org, telegram, agents_llm
 ):
