@@ -72,11 +72,11 @@ def _spans(text: str, emitter: Emitter) -> str:
 
 
 def _span(match: re.Match, emitter: Emitter) -> str:
-    code, bold, label, url, *italic = match.groups()
+    code, bold, label, url = match.group(1, 2, 3, 4)
     if code is not None:
         return emitter.code(code)
     if bold is not None:
         return emitter.bold(bold)
     if label is not None:
         return emitter.link(label, url)
-    return emitter.italic(italic[0])
+    return emitter.italic(match.group(5))  # matched only when the emitter has italics
