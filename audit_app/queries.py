@@ -22,7 +22,8 @@ from django.utils.translation import gettext_lazy as _
 from audit_app.costs import estimate_cost
 from audit_app.models import AuditLog, LLMCall, ToolStatus
 from audit_app.search import matching_sessions
-from chat_app.models import Channel, ChatSession, SessionKind, SessionStatus
+from chat_app.channels import channel_choices
+from chat_app.models import ChatSession, SessionKind, SessionStatus
 from ops_app import roles
 from ops_app.tenancy import sees_all_tenants
 
@@ -69,7 +70,8 @@ class SessionFilterForm(forms.Form):
     persona = forms.CharField(required=False, max_length=100)
     kind = forms.ChoiceField(required=False, choices=_choices(SessionKind.choices))
     status = forms.ChoiceField(required=False, choices=_choices(SessionStatus.choices))
-    channel = forms.ChoiceField(required=False, choices=_choices(Channel.choices))
+    # A callable: the IM platforms' channels are registered when their app is ready.
+    channel = forms.ChoiceField(required=False, choices=lambda: _choices(channel_choices()))
     tool = forms.CharField(required=False, max_length=200, label=_("Tool used"))
     rejected = forms.BooleanField(required=False, label=_("Has a rejected proposal"))
     since = forms.DateTimeField(required=False, help_text=_("created at or after"))

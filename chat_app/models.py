@@ -2,6 +2,7 @@ from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from chat_app.channels import Channel, channel_choices
 from ops_app.tenancy import TenantModel
 
 
@@ -24,15 +25,6 @@ TERMINAL_STATUSES = (SessionStatus.COMPLETED, SessionStatus.FAILED, SessionStatu
 
 # The longest message a user may send, on every surface (API, websocket).
 MAX_MESSAGE_CHARS = 20000
-
-
-class Channel(models.TextChoices):
-    WEB = "web", "Web"
-    API = "api", "API"
-    CLI = "cli", _("Command line")
-    SLACK = "slack", "Slack"
-    TELEGRAM = "telegram", "Telegram"
-    FEISHU = "feishu", "Feishu"
 
 
 class ChatSession(TenantModel):
@@ -67,7 +59,7 @@ class ChatSession(TenantModel):
         verbose_name=_("kind"), max_length=20, choices=SessionKind.choices, default=SessionKind.USER
     )
     channel = models.CharField(
-        verbose_name=_("channel"), max_length=20, choices=Channel.choices, default=Channel.WEB
+        verbose_name=_("channel"), max_length=20, choices=channel_choices, default=Channel.WEB
     )
     status = models.CharField(
         verbose_name=_("status"), max_length=20, choices=SessionStatus.choices, default=SessionStatus.IDLE

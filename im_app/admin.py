@@ -4,6 +4,7 @@ from django.utils.translation import gettext_lazy as _
 
 from im_app.connection import test_connection
 from im_app.models import IMApp, IMIdentity
+from im_app.platforms.registry import PLATFORMS
 from ops_app.admin_mixins import TenantScopedAdmin
 from ops_app.tenancy import sees_all_tenants
 
@@ -53,17 +54,8 @@ class IMAppAdmin(TenantScopedAdmin):
     def webhook_url(self, obj: IMApp) -> str:
         if obj.pk is None:
             return gettext("Saved first.")
-        if obj.platform == "slack" and obj.connection_mode == "polling":
-            return gettext(
-                "None: Socket Mode (manage.py ongrid_im connects to Slack with the app-level token)."
-            )
-        paths = {
-            "telegram": f"/im/telegram/{obj.pk}/{obj.webhook_path}",
-            "slack": f"/im/slack/{obj.pk}/events  ({gettext('interactivity')}: "
-            f"/im/slack/{obj.pk}/interactions, {gettext('slash command /new')}: /im/slack/{obj.pk}/commands)",
-            "feishu": f"/im/feishu/{obj.pk}/events",
-        }
-        return paths.get(obj.platform, "")
+        platform = PLATFORMS.get(obj.platform)
+        return platform.webhook_address(obj) if platform is not None else ""
 
     @admin.action(description=_("Test connection (calls the platform's auth endpoint)"))
     def check_connection(self, request, queryset) -> None:

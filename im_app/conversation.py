@@ -1,9 +1,10 @@
 """One IM message, whatever the platform: who sent it, which coordinator session it continues,
 and the relay that turns the session's events into a placeholder message edited as the turn runs.
 
-A platform module adapts its wire format to a `Thread` (post / edit / render) and calls
-`converse`; everything else — tenancy, linking, `/new`, throttling, the final answer, the
-approval cards — happens here once for every platform.
+A platform's package (`im_app/platforms/<name>/`) adapts its wire format to a `Thread`
+(`im_app.thread`: post / edit / render) and calls `converse`; everything else — tenancy,
+linking, `/new`, the throttled placeholder, the final answer, the approval cards — happens here
+once for every platform.
 
 The fixed words Ongrid writes in a thread (placeholder, progress, links, buttons, cards, refusals)
 are in the thread's language (`im_app.languages.thread_language`), active for the whole handling
@@ -15,8 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
-from typing import Protocol
 
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
@@ -25,37 +24,24 @@ from django.db import models
 from django.urls import reverse
 from django.utils import translation
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
 
 from agents_app.api import ProposalClosed, astart_turn, describe_proposal, get_runtime, may_sign, sign
 from agents_app.models import MutatingProposal
 from chat_app import services
 from chat_app.groups import session_group
-from chat_app.models import ChatSession, SessionStatus
+from chat_app.models import ChatSession
 from chat_app.stops import for_viewer
 from im_app import identities
 from im_app.identities import Sender
 from im_app.languages import thread_language
 from im_app.models import IMApp
+from im_app.thread import PLACEHOLDER, Progress, Thread, ThrottledEditor, approval_buttons, stop_button
 from ops_app import roles
 from ops_app.tenancy import organization_of
 
 log = logging.getLogger(__name__)
 
-EDIT_INTERVAL = 0.8  # seconds between two edits of one message, at least
 TURN_LIMIT = 3600.0  # a relay gives up waiting for a turn's end after this long
-PLACEHOLDER = gettext_lazy("Looking into it…")  # str() it where it is shown, in the thread's language
-
-
-class Thread(Protocol):
-    """One conversation thread on one platform, as the relay needs it."""
-
-    async def post(self, rendered: str, buttons: list | None = None) -> object: ...
-    async def edit(self, ref: object, rendered: str, buttons: list | None = None) -> None: ...
-    def plain(self, text: str) -> str: ...
-    def progress(self, lines: list[str], streamed: str) -> str: ...
-    def final(self, markdown: str, links: list[tuple[str, str]]) -> list[str]: ...
-    def card(self, proposal: dict) -> tuple[str, list | None]: ...
 
 
 # --- sessions ----------------------------------------------------------------------------------
@@ -145,62 +131,6 @@ async def _converse(
 # --- the relay ---------------------------------------------------------------------------------
 
 
-class ThrottledEditor:
-    """Edits one message with the newest rendering, at most once per `interval` seconds.
-
-    Changes between two edits are coalesced: only the latest state is sent. An edit that is
-    rate-limited is retried by the HTTP layer after Retry-After, and the next one waits its turn.
-    """
-
-    def __init__(
-        self, thread: Thread, ref: object, interval: float = EDIT_INTERVAL, buttons: list | None = None
-    ) -> None:
-        self.thread, self.ref, self.interval = thread, ref, interval
-        self.buttons = buttons  # kept on every progress edit (the Stop button), dropped at the end
-        self.last = time.monotonic()
-        self.pending: str | None = None
-        self.shown = ""
-        self.flusher: asyncio.Task | None = None
-        self.lock = asyncio.Lock()
-
-    def update(self, rendered: str) -> None:
-        self.pending = rendered
-        if self.flusher is None or self.flusher.done():
-            self.flusher = asyncio.get_running_loop().create_task(self._flush_later())
-
-    async def _flush_later(self) -> None:
-        await asyncio.sleep(max(0.0, self.last + self.interval - time.monotonic()))
-        await self._edit_pending()
-
-    async def _edit_pending(self) -> None:
-        async with self.lock:
-            rendered, self.pending = self.pending, None
-            if rendered is None or rendered == self.shown:
-                return
-            await asyncio.sleep(max(0.0, self.last + self.interval - time.monotonic()))
-            try:
-                if self.buttons:
-                    await self.thread.edit(self.ref, rendered, self.buttons)
-                else:
-                    await self.thread.edit(self.ref, rendered)
-                self.shown = rendered
-            except Exception:  # noqa: BLE001 - progress is best effort; the final edit reports
-                log.exception("could not update the IM placeholder")
-            finally:
-                self.last = time.monotonic()
-
-    async def finish(self, chunks: list[str]) -> None:
-        """Replace the message with the first chunk of the final answer; post the rest after it."""
-        if self.flusher is not None:
-            self.flusher.cancel()
-        self.buttons = None
-        self.shown = ""  # the same text without the Stop button is still an edit
-        self.pending = chunks[0]
-        await self._edit_pending()
-        for chunk in chunks[1:]:
-            await self.thread.post(chunk)
-
-
 async def relay(thread: Thread, session: ChatSession, text: str) -> None:
     """Start a turn in `session` and mirror it into the thread until it ends."""
     layer = get_channel_layer()
@@ -241,47 +171,6 @@ async def relay(thread: Thread, session: ChatSession, text: str) -> None:
         await layer.group_discard(group, channel)
 
 
-class Progress:
-    """What the placeholder shows while the turn runs: short progress lines and streamed text."""
-
-    MAX_LINES = 12
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-        self.streamed = ""
-        self.workers: dict[int, str] = {}
-
-    def take(self, event: dict) -> bool:
-        kind = event.get("event")
-        if kind == "text.delta" and not event.get("worker"):
-            self.streamed += event.get("text", "")
-        elif kind == "note":
-            self._line(f"💬 {event.get('text', '')}")
-        elif kind == "worker.started":
-            self.workers[event.get("session")] = event.get("persona") or _("worker")
-            self._line(f"▶ {event.get('persona')}: {event.get('description', '')}")
-        elif kind == "worker.ended":
-            persona = self.workers.get(event.get("session")) or _("worker")
-            status = event.get("status") or ""
-            self._line(f"{'✓' if status == 'completed' else '✗'} {persona} {status_word(status)}")
-        elif kind == "tool.started" and not event.get("worker"):
-            self._line(f"· {event.get('name')}…")
-        else:
-            return False
-        return True
-
-    def _line(self, line: str) -> None:
-        self.lines = (self.lines + [line[:300]])[-self.MAX_LINES :]
-
-
-def status_word(status: str) -> str:
-    """A worker's end status as the thread reads it (the chat's own labels, lower-cased, as a
-    word inside a line); an unknown one as the runtime wrote it."""
-    if status in SessionStatus.values:
-        return str(SessionStatus(status).label).lower()
-    return status
-
-
 def _final(thread: Thread, session_id: int, ended: dict) -> list[str]:
     text = ended.get("text") or ""
     if ended.get("stopped"):
@@ -295,7 +184,7 @@ def _final(thread: Thread, session_id: int, ended: dict) -> list[str]:
 async def _show_card(thread: Thread, cards: dict[int, object], proposal: dict) -> None:
     if not proposal.get("requires_human") and not proposal.get("awaiting_human"):
         return
-    rendered, buttons = thread.card(proposal)
+    rendered, buttons = card_of(thread, proposal)
     ref = cards.get(proposal.get("id"))
     if ref is None:
         if proposal.get("awaiting_human"):
@@ -305,11 +194,6 @@ async def _show_card(thread: Thread, cards: dict[int, object], proposal: dict) -
 
 
 # --- the Stop button -----------------------------------------------------------------------------
-
-
-def stop_button(session_id: int) -> list[tuple[str, str]]:
-    """The button the placeholder carries while the turn runs (`im:stop:<root session id>`)."""
-    return [(_("Stop"), f"im:stop:{session_id}")]
 
 
 def may_stop(user, session: ChatSession) -> bool:
@@ -422,20 +306,12 @@ def card_summary(proposal: dict) -> list[str]:
     return lines
 
 
+def card_of(thread: Thread, proposal: dict) -> tuple[str, list | None]:
+    """An approval card in the thread's markup, and its buttons while it waits for a human."""
+    title = _("Approval needed") if proposal.get("awaiting_human") else _("Change decided")
+    return thread.card(title, card_summary(proposal)), approval_buttons(proposal)
+
+
 def _label(choices: type[models.TextChoices], value: str) -> str:
     """A stored choice as the card reads it (the model's translated label; unknown values as stored)."""
     return str(choices(value).label) if value in choices.values else value
-
-
-def approval_buttons(proposal: dict) -> list[tuple[str, str]] | None:
-    """Approve / Reject while the proposal waits for a human; no buttons once it is decided."""
-    if not proposal.get("awaiting_human"):
-        return None
-    return [(_("Approve"), f"im:approve:{proposal['id']}"), (_("Reject"), f"im:reject:{proposal['id']}")]
-
-
-def with_footer(chunks: list[str], footer: str, limit: int) -> list[str]:
-    """The links footer on the last chunk when it fits the platform's limit, else as its own chunk."""
-    if len(chunks[-1]) + len(footer) + 2 <= limit:
-        return [*chunks[:-1], f"{chunks[-1]}\n\n{footer}"]
-    return [*chunks, footer]

@@ -4,16 +4,15 @@ is then converted on its own, so every message is well-formed on its own."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
-FENCE = re.compile(r"```[\w+-]*\n?.*?```", re.S)
+from im_app.markup import CODE_BLOCK
 
 
 def _pieces(markdown: str) -> list[str]:
     pieces: list[str] = []
     position = 0
-    for block in FENCE.finditer(markdown):
+    for block in CODE_BLOCK.finditer(markdown):
         pieces.extend(markdown[position : block.start()].splitlines(keepends=True))
         pieces.append(block.group(0))
         position = block.end()

@@ -1,4 +1,4 @@
-"""The language of a chat-app thread (docs/i18n.md, "IM threads"): for the agents, the app's
+"""The language of an IM app's thread (docs/i18n.md, "IM threads"): for the agents, the app's
 `reply_language` when set; for the words Ongrid itself writes there, `thread_language`."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Summaries in the team chat: when an investigation ends, or a schedule with IM delivery has its
-finding or report, each enabled chat app of the organization that names a summary channel gets a
+finding or report, each enabled IM app of the organization that names a summary channel gets a
 short summary with a link to the incident, run or report page.
 
 The signals are `chat_app.signals.investigation_finished` (sent by the incidents app) and
@@ -24,15 +24,11 @@ from django.utils.translation import gettext as _
 from django.utils.translation import pgettext
 
 from chat_app.signals import investigation_finished, schedule_delivered
-from im_app.feishu_bridge import FeishuThread
 from im_app.identities import public_url
 from im_app.languages import thread_language
-from im_app.models import IMApp, Platform
-from im_app.platforms.feishu import FeishuClient
-from im_app.platforms.slack import SlackClient
-from im_app.platforms.telegram import TelegramClient
-from im_app.slack_bridge import SlackThread
-from im_app.telegram_bridge import TelegramThread
+from im_app.models import IMApp
+from im_app.platforms.registry import PLATFORMS
+from im_app.thread import Thread
 
 log = logging.getLogger(__name__)
 
@@ -77,16 +73,12 @@ def _headline(status: str, title: str) -> str:
 Compose = Callable[[], tuple[str, list[tuple[str, str]]]]
 
 
-def channel_thread(app: IMApp, channel: str):
+def channel_thread(app: IMApp, channel: str) -> Thread:
     """A `Thread` that posts at the top level of a channel / chat of this app's platform."""
-    if app.platform == Platform.TELEGRAM:
-        return TelegramThread(TelegramClient(app), channel)
-    if app.platform == Platform.SLACK:
-        return SlackThread(SlackClient(app), channel, None)
-    return FeishuThread(FeishuClient(app), channel, root="")
+    return PLATFORMS[app.platform].channel_thread(app, channel)
 
 
-async def post_message(thread, markdown: str, links: list[tuple[str, str]]) -> None:
+async def post_message(thread: Thread, markdown: str, links: list[tuple[str, str]]) -> None:
     for chunk in thread.final(markdown, links):
         await thread.post(chunk)
 

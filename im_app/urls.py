@@ -1,12 +1,9 @@
 from django.urls import path
 
 from im_app import views
+from im_app.platforms.registry import PLATFORMS
 
 urlpatterns = [
-    path("im/telegram/<int:app_id>/<str:path>", views.telegram_webhook, name="im-telegram-webhook"),
-    path("im/slack/<int:app_id>/events", views.slack_events, name="im-slack-events"),
-    path("im/slack/<int:app_id>/interactions", views.slack_interactions, name="im-slack-interactions"),
-    path("im/slack/<int:app_id>/commands", views.slack_commands, name="im-slack-commands"),
-    path("im/feishu/<int:app_id>/events", views.feishu_events, name="im-feishu-events"),
+    *(pattern for platform in PLATFORMS.values() for pattern in platform.urls),
     path("im/link/<str:code>/", views.link_account, name="im-link"),
 ]

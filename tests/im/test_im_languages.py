@@ -1,4 +1,4 @@
-"""The words Ongrid writes in a chat-app thread follow the thread's language (docs/i18n.md, "IM
+"""The words Ongrid writes in an IM app's thread follow the thread's language (docs/i18n.md, "IM
 threads"): the app's reply language, else the linked sender's own setting, else English; channel
 posts without a sender (investigation summaries, schedule copies) follow the app's reply language.
 What the agents wrote stays as written. Everything is read from what the fake platforms recorded."""

@@ -1,5 +1,5 @@
 """A schedule's output in the team chat: an inspection's finding or a report, posted with a link to
-its page to the summary channel of each enabled chat app of the schedule's organization, only when
+its page to the summary channel of each enabled IM app of the schedule's organization, only when
 the schedule has IM delivery on, and never failing the run when a chat is down."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Slack Socket Mode end to end: the loop `manage.py ongrid_im` runs (`polling.run_all`) connects to
+"""Slack Socket Mode end to end: the loop `manage.py ongrid_im` runs (`outbound.run_all`) connects to
 the fake Slack's real websocket, envelopes pushed there are acknowledged and answered through a
 real turn on the fake model; what the user sees in the thread."""
 
@@ -17,7 +17,7 @@ from chat_app.models import ChatSession
 from fakes.openai_server import call, text, tool_calls
 from fakes.slack_api import FakeSlack
 from fakes.telegram_api import FakeTelegram
-from im_app import background, connection, polling
+from im_app import background, connection, outbound
 from ops_app import roles
 from ops_app.models import Incident
 from ops_app.services import create_user
@@ -59,7 +59,7 @@ async def ongrid_im():
     """What `manage.py ongrid_im` runs, until the block ends; then every started turn is awaited
     and the loop is stopped (it must end by itself, not be cancelled)."""
     stop = asyncio.Event()
-    runner = asyncio.create_task(polling.run_all(stop))
+    runner = asyncio.create_task(outbound.run_all(stop))
     try:
         yield runner
     finally:
@@ -314,7 +314,7 @@ async def test_one_process_serves_telegram_long_polling_and_slack_socket_mode_an
         await sync_to_async(link)(polled, 42, alice)
         agents_llm.add("default", text("From Slack."), text("From Telegram."))
         stop = asyncio.Event()
-        runner = asyncio.create_task(polling.run_all(stop))
+        runner = asyncio.create_task(outbound.run_all(stop))
 
         await until(lambda: slack.connections(APP_TOKEN) == 1)
         slack.push("events_api", slack_mention("Ev1", "status?"))

@@ -1,5 +1,5 @@
 """Investigation summaries in the team chat, end to end: an Alertmanager alert → an investigation
-run by the fake model → the summary posted to each enabled chat app's summary channel of that
+run by the fake model → the summary posted to each enabled IM app's summary channel of that
 organization (and nowhere else), with a link to the incident page."""
 
 from __future__ import annotations

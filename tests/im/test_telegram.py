@@ -14,9 +14,10 @@ from django.test import Client
 
 from fakes.openai_server import text
 from fakes.telegram_api import FakeTelegram
-from im_app import background, polling
+from im_app import background
 from im_app.models import IMApp
-from im_app.platforms.telegram import TelegramClient
+from im_app.platforms.telegram import polling
+from im_app.platforms.telegram.client import TelegramClient
 from ops_app import roles
 from ops_app.services import create_user
 from tests.support.asyncdb import close_async_db_connections  # noqa: F401 - fixture
@@ -361,23 +362,6 @@ async def test_an_approval_button_is_refused_to_others_and_executes_for_the_owne
     decided = telegram.messages[card_id]
     assert "Approved by alice" in decided["text"] and decided["reply_markup"] is None
     assert telegram.bot_texts(CHAT)[0].startswith("Acknowledged it.")
-
-
-def test_long_answers_are_split_into_well_formed_messages():
-    from im_app.formatting import split_rendered
-    from im_app.platforms.telegram import MAX_TEXT, to_html
-
-    markdown = (
-        "\n".join(f"line {n}: **load** <{n}> & more" for n in range(400)) + "\n```\n" + "x\n" * 3000 + "```"
-    )
-
-    chunks = split_rendered(markdown, to_html, MAX_TEXT)
-
-    assert len(chunks) > 2 and all(len(chunk) <= MAX_TEXT for chunk in chunks)
-    assert all(chunk.count("<b>") == chunk.count("</b>") for chunk in chunks)
-    assert all(chunk.count("<pre>") == chunk.count("</pre>") for chunk in chunks)
-    assert "line 399: <b>load</b> &lt;399&gt; &amp; more" in "".join(chunks)
-    assert sum(chunk.count("x") for chunk in chunks) == 3000
 
 
 async def test_the_stop_button_is_refused_to_others_and_stops_the_turn_for_the_owner(

@@ -1,4 +1,4 @@
-"""Builders for the IM bridge tests: chat apps pointed at the fake platforms, linked senders,
+"""Builders for the IM bridge tests: IM apps pointed at the fake platforms, linked senders,
 platform payloads, and posting a webhook the way the platform would."""
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ import signal
 
 from django.utils.translation import gettext_lazy as _
 
-from im_app.polling import run_all
+from im_app.outbound import run_all
 from ops_app.commands import LocalizedCommand
 
 

@@ -3,9 +3,6 @@ with a JSON body; every answer is `{"ok": true, "result": ...}` or `{"ok": false
 
 from __future__ import annotations
 
-import html
-import re
-
 from im_app.platforms.http import PlatformError, send
 
 MAX_TEXT = 4096  # characters of one message's text, after entity parsing
@@ -67,45 +64,3 @@ class TelegramClient:
         return await self.call(
             "getUpdates", offset=offset, timeout=hold_seconds, allowed_updates=["message", "callback_query"]
         )
-
-
-# --- Markdown (what the model writes) to Telegram HTML ----------------------------------------
-
-_CODE_BLOCK = re.compile(r"```[\w+-]*\n?(.*?)```", re.S)
-_INLINE = re.compile(
-    r"`([^`\n]+)`|\*\*(.+?)\*\*|\[([^\]\n]+)\]\((https?://[^)\s]+)\)|(?<![\w*])\*([^*\n]+)\*(?!\w)"
-)
-_HEADING = re.compile(r"^#{1,6}\s+(.*)$", re.M)
-
-
-def to_html(markdown: str) -> str:
-    """Telegram's HTML subset from the model's Markdown: code blocks, inline code, bold, italics,
-    links, headings as bold. Everything else is escaped, so no text can break the markup."""
-    parts: list[str] = []
-    position = 0
-    for block in _CODE_BLOCK.finditer(markdown):
-        parts.append(_inline_html(markdown[position : block.start()]))
-        parts.append(f"<pre>{html.escape(block.group(1).rstrip(), quote=False)}</pre>")
-        position = block.end()
-    parts.append(_inline_html(markdown[position:]))
-    return "".join(parts).strip()
-
-
-def _inline_html(text: str) -> str:
-    text = _HEADING.sub(lambda m: f"**{m.group(1)}**", text)
-    out: list[str] = []
-    position = 0
-    for match in _INLINE.finditer(text):
-        out.append(html.escape(text[position : match.start()], quote=False))
-        code, bold, label, url, italic = match.groups()
-        if code is not None:
-            out.append(f"<code>{html.escape(code, quote=False)}</code>")
-        elif bold is not None:
-            out.append(f"<b>{html.escape(bold, quote=False)}</b>")
-        elif label is not None:
-            out.append(f'<a href="{html.escape(url)}">{html.escape(label, quote=False)}</a>')
-        else:
-            out.append(f"<i>{html.escape(italic, quote=False)}</i>")
-        position = match.end()
-    out.append(html.escape(text[position:], quote=False))
-    return "".join(out)

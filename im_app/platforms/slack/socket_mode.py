@@ -5,7 +5,7 @@ The wire protocol (https://api.slack.com/apis/socket-mode): `apps.connections.op
 app-level token gives a one-time websocket URL; the server says `hello`, then sends envelopes
 `{"envelope_id", "type": events_api | slash_commands | interactive, "payload", ...}`, each of which
 must be acknowledged with `{"envelope_id"}` within three seconds, or Slack redelivers it. The
-payloads are the webhooks' bodies, so they go to the same `slack_bridge.accept_*` functions the
+payloads are the webhooks' bodies, so they go to the same `inbound.accept_*` functions the
 webhook views call: acknowledge first, then de-duplicate and start the work. A `disconnect` (Slack
 refreshes connections every few hours) means: open a new connection at once.
 
@@ -23,11 +23,11 @@ import logging
 import websockets
 from websockets.asyncio.client import ClientConnection
 
-from im_app import slack_bridge
 from im_app.background import sleep_unless_stopped, unless_stopped
 from im_app.models import IMApp
 from im_app.platforms.http import PlatformError
-from im_app.platforms.slack import socket_mode_url
+from im_app.platforms.slack import inbound
+from im_app.platforms.slack.client import socket_mode_url
 
 log = logging.getLogger(__name__)
 
@@ -110,18 +110,28 @@ async def _envelope(app: IMApp, socket: ClientConnection, envelope: dict) -> Non
     if kind == "slash_commands" and envelope.get("accepts_response_payload"):
         ack["payload"] = {
             "response_type": "ephemeral",
-            "text": await slack_bridge.acommand_answer(app, payload),
+            "text": await inbound.acommand_answer(app, payload),
         }
     await socket.send(json.dumps(ack))
     try:
         if kind == "events_api":
-            await slack_bridge.accept_event(app, payload)
+            await inbound.accept_event(app, payload)
         elif kind == "interactive":
-            slack_bridge.accept_interaction(app, payload)
+            inbound.accept_interaction(app, payload)
         elif kind == "slash_commands":
-            await slack_bridge.accept_command(app, payload)
+            await inbound.accept_command(app, payload)
         else:
             log.info("IM app %s: ignored a Socket Mode envelope of type %s", app.pk, kind)
     except Exception as exc:  # noqa: BLE001 - e.g. the database is down: the connection goes on
         # Acknowledged already, so Slack will not redeliver it, and a new connection would not help.
         log.error("IM app %s: a Socket Mode %s envelope failed (%s)", app.pk, kind, type(exc).__name__)
+
+
+async def check(app: IMApp) -> str:
+    """The admin's Test connection, second step for an app in Socket Mode: the app-level token is
+    tried (`apps.connections.open`; the one-time URL it answers is simply not used)."""
+    try:
+        await socket_mode_url(app)
+    except PlatformError as exc:
+        raise PlatformError(f"Socket Mode refused the app-level token: {exc}") from exc
+    return "Socket Mode ready"

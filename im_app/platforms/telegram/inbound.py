@@ -1,60 +1,27 @@
-"""Telegram: updates (from the webhook or long polling) into conversations, and a Telegram chat
-(+ forum topic) as a `Thread` that speaks Telegram HTML."""
+"""Telegram inbound: updates (from the webhook or long polling) into conversations and button
+presses, and the webhook's secret token."""
 
 from __future__ import annotations
 
-import html
+import hmac
 import logging
 
 from django.utils import translation
-from django.utils.translation import gettext as _
 
-from im_app import conversation
-from im_app.formatting import split_rendered
+from im_app import background, conversation, deliveries
 from im_app.identities import Sender
 from im_app.models import IMApp
-from im_app.platforms.telegram import MAX_TEXT, TelegramClient, to_html
+from im_app.platforms.telegram.client import TelegramClient
+from im_app.platforms.telegram.thread import TelegramThread
+from im_app.thread import button_parts
 
 log = logging.getLogger(__name__)
 
 
-class TelegramThread:
-    def __init__(self, client: TelegramClient, chat_id, topic_id=None) -> None:
-        self.client, self.chat_id, self.topic_id = client, chat_id, topic_id
-
-    async def post(self, rendered: str, buttons: list | None = None) -> int:
-        return await self.client.send_message(
-            self.chat_id, rendered, thread_id=self.topic_id, markup=_markup(buttons)
-        )
-
-    async def edit(self, ref: int, rendered: str, buttons: list | None = None) -> None:
-        await self.client.edit_message(self.chat_id, ref, rendered, markup=_markup(buttons))
-
-    def plain(self, text: str) -> str:
-        return html.escape(text, quote=False)
-
-    def progress(self, lines: list[str], streamed: str) -> str:
-        head = "\n".join(html.escape(line, quote=False) for line in lines)
-        body = html.escape(streamed[-3000:], quote=False)
-        text = "\n\n".join(part for part in (f"<i>{conversation.PLACEHOLDER}</i>", head, body) if part)
-        return text[:MAX_TEXT]
-
-    def final(self, markdown: str, links: list[tuple[str, str]]) -> list[str]:
-        footer = " · ".join(f'<a href="{html.escape(url)}">{html.escape(label)}</a>' for label, url in links)
-        chunks = split_rendered(markdown, to_html, MAX_TEXT)
-        return conversation.with_footer(chunks, footer, MAX_TEXT)
-
-    def card(self, proposal: dict) -> tuple[str, list | None]:
-        title = _("Approval needed") if proposal.get("awaiting_human") else _("Change decided")
-        title = f"<b>{html.escape(title, quote=False)}</b>"
-        body = "\n".join(html.escape(line, quote=False) for line in conversation.card_summary(proposal))
-        return f"{title}\n{body}", conversation.approval_buttons(proposal)
-
-
-def _markup(buttons: list | None) -> dict | None:
-    if buttons is None:
-        return None
-    return {"inline_keyboard": [[{"text": label, "callback_data": data} for label, data in buttons]]}
+def secret_ok(app: IMApp, header: str) -> bool:
+    """The `X-Telegram-Bot-Api-Secret-Token` is the secret given to setWebhook (constant time)."""
+    expected = app.webhook_secret or ""
+    return bool(expected) and hmac.compare_digest(expected.encode(), header.encode())
 
 
 def _addressed(message: dict) -> bool:
@@ -104,7 +71,7 @@ async def _button(app: IMApp, client: TelegramClient, query: dict) -> None:
 
 
 async def _press(app: IMApp, client: TelegramClient, query: dict, presser: str) -> None:
-    verb, _sep, proposal_id = (query.get("data") or "").removeprefix("im:").partition(":")
+    verb, proposal_id = button_parts(query.get("data") or "")
     if verb == "stop" and proposal_id.isdigit():
         _, answer = await conversation.astop_pressed(app, presser, int(proposal_id))
         await client.answer_callback(query["id"], answer)
@@ -117,5 +84,15 @@ async def _press(app: IMApp, client: TelegramClient, query: dict, presser: str) 
     message = query.get("message") or {}
     if card is not None and message.get("message_id"):
         thread = TelegramThread(client, message["chat"]["id"])
-        rendered, buttons = thread.card(card)
+        rendered, buttons = conversation.card_of(thread, card)
         await thread.edit(message["message_id"], rendered, buttons)
+
+
+async def accept_update(app: IMApp, update: dict, client: TelegramClient | None = None) -> bool:
+    """An update from either way of delivery (webhook, long polling): its handling starts after
+    the answer. False for a redelivery of an update already seen, which starts nothing."""
+    update_id = int(update["update_id"])
+    if not await deliveries.afirst_time(app, f"update:{update_id}"):
+        return False
+    background.run_after_answer(handle_update(app, update, client), f"telegram-{app.pk}-{update_id}")
+    return True

@@ -1,5 +1,5 @@
-"""Slack: Events API callbacks into conversations, Block Kit button presses into signatures, and a
-Slack thread (channel + thread_ts) as a `Thread` that speaks mrkdwn.
+"""Slack inbound: Events API callbacks into conversations, Block Kit button presses into stops and
+signatures, the `/new` slash command, and the signature every Slack request carries.
 
 Both ways Slack delivers (signed webhooks in `views`, Socket Mode envelopes in `socket_mode`) carry
 the same payloads and hand them to the `accept_*` functions here: de-duplicate, then start the work
@@ -7,79 +7,40 @@ after the platform has had its answer."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import logging
 import re
+import time
 
 from asgiref.sync import sync_to_async
 from django.utils import translation
 from django.utils.translation import gettext as _
 
 from im_app import background, conversation, deliveries, identities
-from im_app.formatting import split_rendered
 from im_app.identities import Sender
 from im_app.languages import thread_language
+from im_app.markup import escape
 from im_app.models import IMApp
-from im_app.platforms.slack import MAX_TEXT, SlackClient, escape, to_mrkdwn
+from im_app.platforms.slack.client import SlackClient
+from im_app.platforms.slack.thread import SlackThread
 
 log = logging.getLogger(__name__)
 
 MENTION = re.compile(r"<@[A-Z0-9]+>")
+SIGNATURE_WINDOW = 300  # seconds: Slack's documented replay window
 
 
-class SlackThread:
-    def __init__(self, client: SlackClient, channel: str, thread_ts: str | None) -> None:
-        self.client, self.channel, self.thread_ts = client, channel, thread_ts
-
-    async def post(self, rendered: str, buttons: list | None = None) -> str:
-        return await self.client.post_message(
-            self.channel, rendered, thread_ts=self.thread_ts, blocks=_blocks(rendered, buttons)
-        )
-
-    async def edit(self, ref: str, rendered: str, buttons: list | None = None) -> None:
-        await self.client.update(self.channel, ref, rendered, blocks=_blocks(rendered, buttons))
-
-    def plain(self, text: str) -> str:
-        return escape(text)
-
-    def progress(self, lines: list[str], streamed: str) -> str:
-        head = "\n".join(escape(line) for line in lines)
-        return "\n\n".join(
-            part for part in (f"_{conversation.PLACEHOLDER}_", head, escape(streamed[-2500:])) if part
-        )
-
-    def final(self, markdown: str, links: list[tuple[str, str]]) -> list[str]:
-        footer = " · ".join(f"<{url}|{label}>" for label, url in links)
-        chunks = split_rendered(markdown, to_mrkdwn, MAX_TEXT)
-        return conversation.with_footer(chunks, footer, MAX_TEXT)
-
-    def card(self, proposal: dict) -> tuple[str, list | None]:
-        title = _("Approval needed") if proposal.get("awaiting_human") else _("Change decided")
-        title = f"*{escape(title)}*"
-        body = "\n".join(escape(line) for line in conversation.card_summary(proposal))
-        return f"{title}\n{body}", conversation.approval_buttons(proposal)
-
-
-def _blocks(rendered: str, buttons: list | None) -> list | None:
-    """Buttons need Block Kit: a section with the text and an actions block. Without buttons the
-    message is plain mrkdwn text (and an update with no blocks removes earlier buttons)."""
-    if not buttons:
-        return None
-    elements = []
-    for label, data in buttons:
-        verb, _, proposal_id = data.removeprefix("im:").partition(":")
-        button = {
-            "type": "button",
-            "text": {"type": "plain_text", "text": label},
-            "action_id": f"im_{verb}",
-            "value": proposal_id,
-        }
-        if verb in ("approve", "reject"):
-            button["style"] = "primary" if verb == "approve" else "danger"
-        elements.append(button)
-    return [
-        {"type": "section", "text": {"type": "mrkdwn", "text": rendered}},
-        {"type": "actions", "elements": elements},
-    ]
+def signature_ok(app: IMApp, timestamp: str, body: bytes, signature: str, now: float | None = None) -> bool:
+    """`v0=` HMAC-SHA256 of `v0:<timestamp>:<body>` with the signing secret, within five minutes;
+    compared in constant time."""
+    secret = app.signing_secret or ""
+    if not secret or not timestamp.isdigit():
+        return False
+    if abs((now or time.time()) - int(timestamp)) > SIGNATURE_WINDOW:
+        return False
+    digest = hmac.new(secret.encode(), b"v0:" + timestamp.encode() + b":" + body, hashlib.sha256).hexdigest()
+    return hmac.compare_digest(f"v0={digest}".encode(), signature.encode())
 
 
 def _addressed(event: dict) -> bool:
@@ -141,7 +102,7 @@ async def _press(
     if not done:
         await client.post_ephemeral(channel, user, answer, thread_ts=thread.thread_ts)
     if card is not None and message.get("ts"):
-        rendered, buttons = thread.card(card)
+        rendered, buttons = conversation.card_of(thread, card)
         await thread.edit(message["ts"], rendered, buttons)
 
 

@@ -3,8 +3,6 @@ is `{"ok": true, ...}` or `{"ok": false, "error": "..."}`; a 429 carries `Retry-
 
 from __future__ import annotations
 
-import re
-
 from im_app.platforms.http import PlatformError, send
 
 MAX_TEXT = 3000  # characters of one section block's mrkdwn text
@@ -69,46 +67,3 @@ async def socket_mode_url(app) -> str:
     if not answer.get("url"):
         raise PlatformError("apps.connections.open: no url in the answer")
     return answer["url"]
-
-
-# --- Markdown (what the model writes) to Slack mrkdwn -----------------------------------------
-
-_CODE_BLOCK = re.compile(r"```[\w+-]*\n?(.*?)```", re.S)
-_INLINE = re.compile(r"`([^`\n]+)`|\*\*(.+?)\*\*|\[([^\]\n]+)\]\((https?://[^)\s]+)\)")
-_HEADING = re.compile(r"^#{1,6}\s+(.*)$", re.M)
-
-
-def escape(text: str) -> str:
-    """Slack's three control characters; everything else is literal in mrkdwn."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def to_mrkdwn(markdown: str) -> str:
-    """Slack mrkdwn from Markdown: **bold** → *bold*, [label](url) → <url|label>, headings bold,
-    code kept; &, < and > escaped so text can never form a mention or a link."""
-    parts: list[str] = []
-    position = 0
-    for block in _CODE_BLOCK.finditer(markdown):
-        parts.append(_inline(markdown[position : block.start()]))
-        parts.append(f"```\n{escape(block.group(1).rstrip())}\n```")
-        position = block.end()
-    parts.append(_inline(markdown[position:]))
-    return "".join(parts).strip()
-
-
-def _inline(text: str) -> str:
-    text = _HEADING.sub(lambda m: f"**{m.group(1)}**", text)
-    out: list[str] = []
-    position = 0
-    for match in _INLINE.finditer(text):
-        out.append(escape(text[position : match.start()]))
-        code, bold, label, url = match.groups()
-        if code is not None:
-            out.append(f"`{escape(code)}`")
-        elif bold is not None:
-            out.append(f"*{escape(bold)}*")
-        else:
-            out.append(f"<{escape(url)}|{escape(label).replace('|', '¦')}>")
-        position = match.end()
-    out.append(escape(text[position:]))
-    return "".join(out)

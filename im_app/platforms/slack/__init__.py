@@ -1,0 +1,2 @@
+"""Slack: the Web API client, Events API / interactivity / slash commands (webhooks or Socket
+Mode), threads in mrkdwn with Block Kit buttons."""

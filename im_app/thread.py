@@ -1,0 +1,201 @@
+"""A conversation thread, whatever the platform: what the relay (`conversation.relay`) needs of
+it, the rendering every platform shares, the placeholder's throttled edits and the buttons.
+
+A platform's `thread.py` subclasses `PlatformThread` with only what differs: how a message is
+posted and edited on its API (and how buttons ride along), its emitter, its length limit.
+Everything written into a thread goes through the platform's emitter (`im_app.markup`), so the
+escaping is the same wherever the text comes from.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Protocol
+
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
+from chat_app.models import SessionStatus
+from im_app.formatting import split_rendered
+from im_app.markup import Emitter, render
+
+log = logging.getLogger(__name__)
+
+EDIT_INTERVAL = 0.8  # seconds between two edits of one message, at least
+PLACEHOLDER = gettext_lazy("Looking into it…")  # str() it where it is shown, in the thread's language
+
+Buttons = list[tuple[str, str]]  # (label, data): data is `im:<verb>:<id>`, read back by `button_parts`
+
+
+class Thread(Protocol):
+    """One conversation thread on one platform, as the relay needs it."""
+
+    async def post(self, rendered: str, buttons: Buttons | None = None) -> object: ...
+    async def edit(self, ref: object, rendered: str, buttons: Buttons | None = None) -> None: ...
+    def plain(self, text: str) -> str: ...
+    def progress(self, lines: list[str], streamed: str) -> str: ...
+    def final(self, markdown: str, links: list[tuple[str, str]]) -> list[str]: ...
+    def card(self, title: str, lines: list[str]) -> str: ...
+
+
+class PlatformThread:
+    """The rendering half of a `Thread`, the same on every platform; subclasses add `post` and
+    `edit` and set the three class attributes."""
+
+    markup: Emitter
+    max_text: int  # characters of one message
+    streamed_tail: int  # characters of the streamed answer the placeholder shows (its end)
+
+    def plain(self, text: str) -> str:
+        return self.markup.text(text)
+
+    def progress(self, lines: list[str], streamed: str) -> str:
+        """The placeholder while the turn runs: the emphasised placeholder, the progress lines,
+        the end of the streamed answer (as text: half-written Markdown is not rendered)."""
+        parts = (
+            self.markup.emphasis(str(PLACEHOLDER)),
+            "\n".join(self.markup.text(line) for line in lines),
+            self.markup.text(streamed[-self.streamed_tail :]),
+        )
+        return "\n\n".join(part for part in parts if part)
+
+    def final(self, markdown: str, links: list[tuple[str, str]]) -> list[str]:
+        """The answer as messages of this platform, the links footer on the last one."""
+        footer = " · ".join(self.markup.link(label, url) for label, url in links)
+        chunks = split_rendered(markdown, lambda part: render(part, self.markup), self.max_text)
+        return with_footer(chunks, footer, self.max_text)
+
+    def card(self, title: str, lines: list[str]) -> str:
+        """An approval card's text: a bold title, then its lines."""
+        body = "\n".join(self.markup.text(line) for line in lines)
+        return f"{self.markup.bold(title)}\n{body}"
+
+
+def with_footer(chunks: list[str], footer: str, limit: int) -> list[str]:
+    """The links footer on the last chunk when it fits the platform's limit, else as its own chunk."""
+    if len(chunks[-1]) + len(footer) + 2 <= limit:
+        return [*chunks[:-1], f"{chunks[-1]}\n\n{footer}"]
+    return [*chunks, footer]
+
+
+# --- the placeholder while the turn runs ---------------------------------------------------------
+
+
+class ThrottledEditor:
+    """Edits one message with the newest rendering, at most once per `interval` seconds.
+
+    Changes between two edits are coalesced: only the latest state is sent. An edit that is
+    rate-limited is retried by the HTTP layer after Retry-After, and the next one waits its turn.
+    """
+
+    def __init__(
+        self, thread: Thread, ref: object, interval: float = EDIT_INTERVAL, buttons: Buttons | None = None
+    ) -> None:
+        self.thread, self.ref, self.interval = thread, ref, interval
+        self.buttons = buttons  # kept on every progress edit (the Stop button), dropped at the end
+        self.last = time.monotonic()
+        self.pending: str | None = None
+        self.shown = ""
+        self.flusher: asyncio.Task | None = None
+        self.lock = asyncio.Lock()
+
+    def update(self, rendered: str) -> None:
+        self.pending = rendered
+        if self.flusher is None or self.flusher.done():
+            self.flusher = asyncio.get_running_loop().create_task(self._flush_later())
+
+    async def _flush_later(self) -> None:
+        await asyncio.sleep(max(0.0, self.last + self.interval - time.monotonic()))
+        await self._edit_pending()
+
+    async def _edit_pending(self) -> None:
+        async with self.lock:
+            rendered, self.pending = self.pending, None
+            if rendered is None or rendered == self.shown:
+                return
+            await asyncio.sleep(max(0.0, self.last + self.interval - time.monotonic()))
+            try:
+                if self.buttons:
+                    await self.thread.edit(self.ref, rendered, self.buttons)
+                else:
+                    await self.thread.edit(self.ref, rendered)
+                self.shown = rendered
+            except Exception:  # noqa: BLE001 - progress is best effort; the final edit reports
+                log.exception("could not update the IM placeholder")
+            finally:
+                self.last = time.monotonic()
+
+    async def finish(self, chunks: list[str]) -> None:
+        """Replace the message with the first chunk of the final answer; post the rest after it."""
+        if self.flusher is not None:
+            self.flusher.cancel()
+        self.buttons = None
+        self.shown = ""  # the same text without the Stop button is still an edit
+        self.pending = chunks[0]
+        await self._edit_pending()
+        for chunk in chunks[1:]:
+            await self.thread.post(chunk)
+
+
+class Progress:
+    """What the placeholder shows while the turn runs: short progress lines and streamed text."""
+
+    MAX_LINES = 12
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.streamed = ""
+        self.workers: dict[int, str] = {}
+
+    def take(self, event: dict) -> bool:
+        kind = event.get("event")
+        if kind == "text.delta" and not event.get("worker"):
+            self.streamed += event.get("text", "")
+        elif kind == "note":
+            self._line(f"💬 {event.get('text', '')}")
+        elif kind == "worker.started":
+            self.workers[event.get("session")] = event.get("persona") or _("worker")
+            self._line(f"▶ {event.get('persona')}: {event.get('description', '')}")
+        elif kind == "worker.ended":
+            persona = self.workers.get(event.get("session")) or _("worker")
+            status = event.get("status") or ""
+            self._line(f"{'✓' if status == 'completed' else '✗'} {persona} {status_word(status)}")
+        elif kind == "tool.started" and not event.get("worker"):
+            self._line(f"· {event.get('name')}…")
+        else:
+            return False
+        return True
+
+    def _line(self, line: str) -> None:
+        self.lines = (self.lines + [line[:300]])[-self.MAX_LINES :]
+
+
+def status_word(status: str) -> str:
+    """A worker's end status as the thread reads it (the chat's own labels, lower-cased, as a
+    word inside a line); an unknown one as the runtime wrote it."""
+    if status in SessionStatus.values:
+        return str(SessionStatus(status).label).lower()
+    return status
+
+
+# --- buttons ---------------------------------------------------------------------------------------
+
+
+def stop_button(session_id: int) -> Buttons:
+    """The button the placeholder carries while the turn runs (`im:stop:<root session id>`)."""
+    return [(_("Stop"), f"im:stop:{session_id}")]
+
+
+def approval_buttons(proposal: dict) -> Buttons | None:
+    """Approve / Reject while the proposal waits for a human; no buttons once it is decided."""
+    if not proposal.get("awaiting_human"):
+        return None
+    return [(_("Approve"), f"im:approve:{proposal['id']}"), (_("Reject"), f"im:reject:{proposal['id']}")]
+
+
+def button_parts(data: str) -> tuple[str, str]:
+    """(verb, id) of a button's data `im:<verb>:<id>`; the id is unchecked text."""
+    verb, _sep, target = data.removeprefix("im:").partition(":")
+    return verb, target
