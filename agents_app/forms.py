@@ -10,8 +10,8 @@ from django.utils.translation import gettext_lazy as _
 from agents_app import tool_names, user_agents
 from agents_app.models import UserAgent
 from agents_app.personas import MAX_PERSONA_BYTES
-from ops_app.admin_mixins import visible_organizations
-from ops_app.tenancy import organization_of, sees_all_tenants
+from ops_app.admin.scoping import visible_organizations
+from ops_app.tenancy.scoping import organization_of, sees_all_tenants
 
 TOOL_GROUPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("read", _("Read — inspect only"), tool_names.READ_TOOLS),

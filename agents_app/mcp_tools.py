@@ -13,8 +13,8 @@ import re
 from typing import Any
 
 from agents_app.tools.base import Tool, ToolContext, ToolError
-from ops_app import mcp_client
-from ops_app.mcp_servers import aenabled_tools
+from ops_app.integrations import mcp_client
+from ops_app.integrations.mcp_servers import aenabled_tools
 from ops_app.models import McpTool
 
 PREFIX = "mcp__"

@@ -12,7 +12,7 @@ import dataclasses
 
 from agents_app.mcp_tools import organization_mcp_tools
 from agents_app.tools.base import Tool, load_builtin_tools
-from ops_app import datasources
+from ops_app.integrations import datasources
 from ops_app.models import DataSource
 
 # tool name -> the data-source kind its `datasource` argument picks

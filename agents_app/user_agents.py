@@ -32,8 +32,8 @@ from agents_app.personas import (
     persona_fields,
     persona_to_markdown,
 )
-from ops_app import roles
-from ops_app.tenancy import sees_all_tenants
+from ops_app.tenancy import roles
+from ops_app.tenancy.scoping import sees_all_tenants
 
 log = logging.getLogger(__name__)
 

@@ -22,8 +22,8 @@ from agents_app.runtime import get_runtime
 from agents_app.toolbag import build_toolbag
 from agents_app.tools.base import load_builtin_tools
 from chat_app import services as sessions
-from ops_app import incidents
-from ops_app.change_events import Actor
+from ops_app.estate import incidents
+from ops_app.estate.change_events import Actor
 from schedules_app import delivery, figures, findings, timing
 from schedules_app.models import Report, Schedule, ScheduleRun
 

@@ -20,8 +20,8 @@ from agents_app.hosts import parsers
 from agents_app.hosts.devices import DeviceError, resolve_device, transport_for
 from agents_app.hosts.transport import CommandResult, Script, Transport, TransportError
 from agents_app.tools.base import ToolContext, ToolError, tool
-from ops_app.devices import DISABLED as LOCAL_DISABLED
-from ops_app.devices import local_devices_enabled
+from ops_app.estate.devices import DISABLED as LOCAL_DISABLED
+from ops_app.estate.devices import local_devices_enabled
 from ops_app.models import Device
 
 log = logging.getLogger(__name__)

@@ -17,9 +17,19 @@ from django.db.models.fields.json import KeyTextTransform
 from django.db.models.lookups import Exact
 
 from agents_app.tools.base import ToolContext, ToolError, tool
-from ops_app import datasources
-from ops_app.correlation import change_summary, correlate, incident_nodes
-from ops_app.datasources import Endpoint
+from ops_app.core.timeutil import TimeParseError, iso, parse_time
+from ops_app.estate.correlation import change_summary, correlate, incident_nodes
+from ops_app.estate.topology import (
+    DIRECTIONS,
+    MAX_DEPTH,
+    TopologyError,
+    expand,
+    find_nodes,
+    node_summary,
+    resolve_node,
+)
+from ops_app.integrations import datasources
+from ops_app.integrations.datasources import Endpoint
 from ops_app.models import (
     Alert,
     AlertRule,
@@ -29,16 +39,6 @@ from ops_app.models import (
     Incident,
     Severity,
     TopologyNode,
-)
-from ops_app.timeutil import TimeParseError, iso, parse_time
-from ops_app.topology import (
-    DIRECTIONS,
-    MAX_DEPTH,
-    TopologyError,
-    expand,
-    find_nodes,
-    node_summary,
-    resolve_node,
 )
 
 DEFAULT_LIMIT = 20

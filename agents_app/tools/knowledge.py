@@ -5,7 +5,7 @@ from __future__ import annotations
 from asgiref.sync import sync_to_async
 
 from agents_app.tools.base import ToolContext, ToolError, tool
-from ops_app import knowledge
+from ops_app.knowledge import vault as knowledge
 
 FOLLOW_THRESHOLD = 0.6
 

@@ -16,10 +16,10 @@ import httpx
 from django.utils import timezone
 
 from agents_app.tools.base import ToolContext, ToolError, tool
-from ops_app import datasources
-from ops_app.datasources import Endpoint
+from ops_app.core.timeutil import TimeParseError, iso, parse_duration, parse_time
+from ops_app.integrations import datasources
+from ops_app.integrations.datasources import Endpoint
 from ops_app.models import DataSource
-from ops_app.timeutil import TimeParseError, iso, parse_duration, parse_time
 
 DEFAULT_POINTS = 120
 MAX_POINTS = 1000

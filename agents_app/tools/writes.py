@@ -21,8 +21,9 @@ from agents_app.hosts.transport import Script
 from agents_app.tool_names import MCP_PREFIX
 from agents_app.tools.base import ToolContext, ToolError, tool
 from agents_app.tools.hosts import device_and_transport, run_with
-from ops_app import datasources, incidents
-from ops_app.change_events import Actor
+from ops_app.estate import incidents
+from ops_app.estate.change_events import Actor
+from ops_app.integrations import datasources
 from ops_app.models import DataSource, Incident
 
 RESTART_TIME_LIMIT = 45.0

@@ -20,7 +20,7 @@ from rest_framework.views import APIView
 from agents_app import catalog, proposals, registry, user_agents
 from agents_app.models import MutatingProposal, UserAgent
 from agents_app.personas import Persona, PersonaError
-from ops_app.tenancy import organization_of, sees_all_tenants
+from ops_app.tenancy.scoping import organization_of, sees_all_tenants
 from web_app.chat import fragments
 
 
