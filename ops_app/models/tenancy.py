@@ -39,6 +39,8 @@ TenantManager = models.Manager.from_queryset(TenantQuerySet)
 
 
 class TenantModel(models.Model):
+    """The base of every tenant-owned row: its organization, and a manager that scopes by it."""
+
     organization = models.ForeignKey(
         "ops_app.Organization", verbose_name=_("organization"), on_delete=models.CASCADE, related_name="+"
     )
