@@ -1,4 +1,4 @@
-"""REST endpoints of ops_app. Views stay thin: parsing and storage live in ops_app.knowledge."""
+"""REST endpoints of ops_app. Views stay thin: parsing and storage live in ops_app.knowledge.vault."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """The managed estate in the admin: devices (write-only SSH secrets), incidents and their alerts,
 alert rules, the read-only change events, the topology and the Alertmanager receivers."""
 
-
 from django import forms
 from django.contrib import admin, messages
 from django.urls import reverse

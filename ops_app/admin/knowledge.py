@@ -1,6 +1,5 @@
 """The knowledge vault in the admin: a document is pasted or uploaded, then indexed after the commit."""
 
-
 from django import forms
 from django.contrib import admin
 from django.db import transaction

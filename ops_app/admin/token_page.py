@@ -1,7 +1,6 @@
 """The page that shows a token Ongrid just issued (an Alertmanager receiver's, an API token's): the
 only time the token exists in clear, so it is rendered once and never kept in a message."""
 
-
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.cache import add_never_cache_headers
