@@ -17,8 +17,8 @@ from agents_app.forms import ImportForm, UserAgentForm
 from agents_app.models import MutatingProposal, UserAgent
 from agents_app.personas import registry, user_agents
 from agents_app.personas.schema import REVIEWER, persona_to_markdown
-from ops_app.admin_mixins import ReadOnlyTenantAdmin, TenantScopedAdmin, visible_organizations
-from ops_app.tenancy import organization_of, sees_all_tenants
+from ops_app.admin.scoping import ReadOnlyTenantAdmin, TenantScopedAdmin, visible_organizations
+from ops_app.tenancy.scoping import organization_of, sees_all_tenants
 
 
 @admin.register(UserAgent)

@@ -11,8 +11,8 @@ from agents_app.models import UserAgent
 from agents_app.personas import user_agents
 from agents_app.personas.schema import MAX_PERSONA_BYTES
 from agents_app.toolsets import names as tool_names
-from ops_app.admin_mixins import visible_organizations
-from ops_app.tenancy import organization_of, sees_all_tenants
+from ops_app.admin.scoping import visible_organizations
+from ops_app.tenancy.scoping import organization_of, sees_all_tenants
 
 TOOL_GROUPS = (
     ("read", _("Read — inspect only"), tool_names.read_tools),

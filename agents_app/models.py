@@ -14,7 +14,7 @@ from agents_app.personas.schema import (
     Persona,
     persona_from_mapping,
 )
-from ops_app.tenancy import TenantModel
+from ops_app.models.tenancy import TenantModel
 
 
 class UserAgent(TenantModel):

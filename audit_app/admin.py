@@ -6,7 +6,7 @@ from django.contrib import admin
 
 from audit_app.models import AuditLog, LLMCall
 from chat_app.models import ChatSession
-from ops_app.admin_mixins import ReadOnlyTenantAdmin
+from ops_app.admin.scoping import ReadOnlyTenantAdmin
 
 
 @admin.register(AuditLog)

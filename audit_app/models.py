@@ -15,7 +15,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from audit_app.immutability import AppendOnlyModel, AppendOnlyQuerySet
-from ops_app.tenancy import TenantModel, TenantQuerySet
+from ops_app.models.tenancy import TenantModel, TenantQuerySet
 
 AuditManager = models.Manager.from_queryset(type("AuditQuerySet", (AppendOnlyQuerySet, TenantQuerySet), {}))
 

@@ -24,8 +24,8 @@ from audit_app.models import AuditLog, LLMCall, ToolStatus
 from audit_app.search import matching_sessions
 from chat_app.channels import channel_choices
 from chat_app.models import ChatSession, SessionKind, SessionStatus
-from ops_app import roles
-from ops_app.tenancy import sees_all_tenants
+from ops_app.tenancy import roles
+from ops_app.tenancy.scoping import sees_all_tenants
 
 AUDIT_ROLES = (roles.AUDITOR, roles.ORG_ADMIN)
 PAGE_SIZE = 50

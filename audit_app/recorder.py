@@ -3,7 +3,7 @@
 The agents layer calls these after each call; redaction and truncation happen here, so no caller
 can store a secret or an unbounded result by forgetting a step. A failing write is logged and
 reported as `None`, never raised: losing an audit row must not lose the user's answer.
-The inserts run through `ops_app.async_db.db_twin`: on the thread pool with a pooled connection on
+The inserts run through `ops_app.core.async_db.db_twin`: on the thread pool with a pooled connection on
 PostgreSQL, so concurrent turns do not queue on one ORM thread.
 """
 
@@ -16,7 +16,7 @@ from django.conf import settings
 
 from audit_app.models import AuditLog, LLMCall
 from audit_app.redaction import redact_arguments, redact_text
-from ops_app.async_db import db_twin
+from ops_app.core.async_db import db_twin
 
 log = logging.getLogger(__name__)
 

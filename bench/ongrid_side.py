@@ -62,8 +62,8 @@ async def main(args: argparse.Namespace) -> dict:
     from bench.measure import measure
     from chat_app import services
     from chat_app.models import ChatSession, SessionStatus
-    from ops_app import roles
-    from ops_app.services import create_organization, create_user
+    from ops_app.tenancy import roles
+    from ops_app.tenancy.accounts import create_organization, create_user
 
     stamp = time.time_ns()
     org = await sync_to_async(create_organization)(f"Bench {stamp}", f"bench-{stamp}")

@@ -143,8 +143,8 @@ async def coordinator_turn(user):
 
 async def steps_only(repeat: int) -> None:
     """The per-step overhead alone, as one JSON line."""
-    from ops_app import roles
-    from ops_app.services import create_organization, create_user
+    from ops_app.tenancy import roles
+    from ops_app.tenancy.accounts import create_organization, create_user
 
     stamp = time.time_ns()
     org = await asyncio.to_thread(create_organization, f"Bench {stamp}", f"bench-{stamp}")
@@ -161,8 +161,8 @@ async def steps_only(repeat: int) -> None:
 
 async def main(turns: int, repeat: int) -> None:
     from agents_app.runtime import dedupe
-    from ops_app import roles
-    from ops_app.services import create_organization, create_user
+    from ops_app.tenancy import roles
+    from ops_app.tenancy.accounts import create_organization, create_user
 
     stamp = time.time_ns()
     org = await asyncio.to_thread(create_organization, f"Bench {stamp}", f"bench-{stamp}")

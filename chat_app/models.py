@@ -3,7 +3,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from chat_app.channels import Channel, channel_choices
-from ops_app.tenancy import TenantModel
+from ops_app.models.tenancy import TenantModel
 
 
 class SessionKind(models.TextChoices):

@@ -1,7 +1,7 @@
 """Every write to chat sessions and messages goes through these functions.
 
 They are synchronous (Django ORM); async callers use the `a*` twins, so the event loop never
-blocks on the database. The turn's hot-path twins (`ops_app.async_db.db_twin`) run on the thread
+blocks on the database. The turn's hot-path twins (`ops_app.core.async_db.db_twin`) run on the thread
 pool with a pooled connection on PostgreSQL, and in the ORM's thread on SQLite (one writer).
 """
 
@@ -30,8 +30,8 @@ from chat_app.models import (
     SessionStatus,
 )
 from chat_app.signals import session_reaped
-from ops_app.async_db import db_twin
-from ops_app.tenancy import organization_of
+from ops_app.core.async_db import db_twin
+from ops_app.tenancy.scoping import organization_of
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 Inventory tools (incidents, devices, topology, change events, knowledge) then run for real on
 these rows, exactly as they would for a customer. The estate is written the way the demo estate
-is (`ops_app/demo.py`): fixture rows with past timestamps, change-event signals suppressed so the
+is (`ops_app/estate/demo.py`): fixture rows with past timestamps, change-event signals suppressed so the
 history is the scenario's own and not "the loader created 12 devices a second ago".
 """
 
@@ -17,8 +17,8 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
-from ops_app import knowledge, roles
-from ops_app.change_events import suppressed
+from ops_app.estate.change_events import suppressed
+from ops_app.knowledge import vault as knowledge
 from ops_app.models import (
     Alert,
     ChangeEvent,
@@ -28,7 +28,8 @@ from ops_app.models import (
     TopologyEdge,
     TopologyNode,
 )
-from ops_app.services import create_organization, create_user
+from ops_app.tenancy import roles
+from ops_app.tenancy.accounts import create_organization, create_user
 
 SLUG_PREFIX = "eval-"
 

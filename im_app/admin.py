@@ -5,8 +5,8 @@ from django.utils.translation import gettext_lazy as _
 from im_app.connection import test_connection
 from im_app.models import IMApp, IMIdentity
 from im_app.platforms.registry import PLATFORMS
-from ops_app.admin_mixins import TenantScopedAdmin
-from ops_app.tenancy import sees_all_tenants
+from ops_app.admin.scoping import TenantScopedAdmin
+from ops_app.tenancy.scoping import sees_all_tenants
 
 
 @admin.register(IMApp)

@@ -36,8 +36,8 @@ from im_app.identities import Sender
 from im_app.languages import thread_language
 from im_app.models import IMApp
 from im_app.thread import PLACEHOLDER, Progress, Thread, ThrottledEditor, approval_buttons, stop_button
-from ops_app import roles
-from ops_app.tenancy import organization_of
+from ops_app.tenancy import roles
+from ops_app.tenancy.scoping import organization_of
 
 log = logging.getLogger(__name__)
 

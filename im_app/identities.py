@@ -18,8 +18,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from im_app.models import IMApp, IMIdentity
-from ops_app.encryption import new_token, token_digest
-from ops_app.tenancy import organization_of
+from ops_app.core.encryption import new_token, token_digest
+from ops_app.tenancy.scoping import organization_of
 
 log = logging.getLogger(__name__)
 

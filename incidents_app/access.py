@@ -6,8 +6,8 @@ from __future__ import annotations
 from django.http import Http404
 from django.utils.translation import gettext as _
 
-from ops_app import roles
 from ops_app.models import Incident
+from ops_app.tenancy import roles
 
 
 def visible_incidents(user):

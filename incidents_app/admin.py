@@ -2,7 +2,7 @@ from django import forms
 from django.contrib import admin
 
 from incidents_app.models import Investigation, InvestigationPolicy
-from ops_app.admin_mixins import TenantScopedAdmin
+from ops_app.admin.scoping import TenantScopedAdmin
 
 
 @admin.register(InvestigationPolicy)

@@ -10,7 +10,7 @@ from django.utils import translation
 from incidents_app.access import visible_incidents
 from incidents_app.fragments import live_fragments, viewer_of
 from incidents_app.runner import incident_group
-from ops_app.languages import language_for_scope
+from ops_app.core.languages import language_for_scope
 
 
 def may_see(user, incident_id: int) -> bool:

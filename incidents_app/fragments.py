@@ -12,8 +12,8 @@ from audit_app.models import AuditLog
 from audit_app.queries import can_audit
 from incidents_app.access import may_act
 from incidents_app.models import newest_first
+from ops_app.estate.topology import expand
 from ops_app.models import ChangeEvent, Device, Incident, TopologyNode
-from ops_app.topology import expand
 from web_app.charts import chart_for_tool
 
 

@@ -13,7 +13,7 @@ from django.db.models.signals import post_save
 from chat_app.models import SessionKind
 from chat_app.signals import session_reaped
 from incidents_app import investigations, notify, runner
-from ops_app import change_events
+from ops_app.estate import change_events
 from ops_app.models import Incident
 
 log = logging.getLogger(__name__)

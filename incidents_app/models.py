@@ -8,9 +8,9 @@ from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from ops_app.encryption import EncryptedTextField
+from ops_app.core.encryption import EncryptedTextField
 from ops_app.models import Incident, Severity
-from ops_app.tenancy import TenantModel
+from ops_app.models.tenancy import TenantModel
 
 
 class InvestigationPolicy(TenantModel):

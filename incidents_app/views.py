@@ -21,7 +21,7 @@ from incidents_app.api import filter_incidents
 from incidents_app.context import incident_context
 from incidents_app.fragments import report_context, timeline_context, viewer_of
 from incidents_app.models import newest_first
-from ops_app import incidents as incident_states
+from ops_app.estate import incidents as incident_states
 from ops_app.models import Incident, Severity
 
 LIST_SIZE = 100

@@ -74,7 +74,7 @@ class Config:
     auto_investigate: bool = True
     # MCP servers over stdio run a command on the Ongrid host: platform staff opt in.
     mcp_allow_stdio: bool = False
-    # Fernet keys for secrets at rest: the first encrypts, all decrypt (ops_app.encryption).
+    # Fernet keys for secrets at rest: the first encrypts, all decrypt (ops_app.core.encryption).
     encryption_keys: tuple[str, ...] = ()
     encryption_keys_derived: bool = False  # True: no ONGRID_ENCRYPTION_KEYS, derived from SECRET_KEY
     # The web surface (docs/security.md, "The web surface").
@@ -175,7 +175,7 @@ def _database(env: Mapping[str, str], data_dir: Path) -> dict:
         pool_size = int(_number(env, "ONGRID_DB_POOL_SIZE", 20, int, 0))
         if pool_size:
             # Django's native pool (psycopg_pool): turns borrow a connection per database call from
-            # any thread (ops_app.async_db). With CONN_HEALTH_CHECKS Django has the pool test a
+            # any thread (ops_app.core.async_db). With CONN_HEALTH_CHECKS Django has the pool test a
             # connection as it leaves the pool, so one the server dropped (restart,
             # pg_terminate_backend) is replaced instead of used.
             options["pool"] = {"min_size": min(2, pool_size), "max_size": pool_size}

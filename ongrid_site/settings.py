@@ -57,7 +57,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "ops_app.change_events.ChangeActorMiddleware",
+    "ops_app.estate.change_events.ChangeActorMiddleware",
     "web_app.timezones.ViewerTimezoneMiddleware",
     "web_app.languages.UserLanguageMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -147,7 +147,7 @@ LOGOUT_REDIRECT_URL = "login"
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "ops_app.authentication.ApiTokenAuthentication",
+        "ops_app.tenancy.authentication.ApiTokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -159,7 +159,7 @@ REST_FRAMEWORK = {
         "rest_framework.renderers.BrowsableAPIRenderer",
     ],
     "DEFAULT_PARSER_CLASSES": [
-        "ops_app.jsonbody.LimitedJSONParser",
+        "ops_app.core.jsonbody.LimitedJSONParser",
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
@@ -216,7 +216,7 @@ DEFAULT_FROM_EMAIL = CONFIG.email_from
 EMAIL_TIMEOUT = 15
 
 ONGRID_EXECUTOR = CONFIG.executor
-# Fernet keys of every encrypted column (ops_app.encryption): the first encrypts, all decrypt.
+# Fernet keys of every encrypted column (ops_app.core.encryption): the first encrypts, all decrypt.
 ONGRID_ENCRYPTION_KEYS = CONFIG.encryption_keys
 
 LOGGING = {

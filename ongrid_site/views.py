@@ -6,7 +6,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 
 from ongrid_site.health import run_checks
-from ops_app.tenancy import organization_of
+from ops_app.tenancy.scoping import organization_of
 
 CHECK_LABELS = {"database": "database", "channel_layer": "channel layer", "broker": "broker"}
 

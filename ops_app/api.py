@@ -1,4 +1,4 @@
-"""REST endpoints of ops_app. Views stay thin: parsing and storage live in ops_app.knowledge."""
+"""REST endpoints of ops_app. Views stay thin: parsing and storage live in ops_app.knowledge.vault."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from ops_app import knowledge
-from ops_app.jsonbody import LimitedJSONParser
+from ops_app.core.jsonbody import LimitedJSONParser
+from ops_app.knowledge import vault
 from ops_app.models import KnowledgeDocument
 from ops_app.tasks import index_knowledge_document
-from ops_app.tenancy import organization_of
+from ops_app.tenancy.scoping import organization_of
 
 
 class KnowledgeDocumentSerializer(serializers.ModelSerializer):
@@ -46,24 +46,24 @@ class KnowledgeUploadSerializer(serializers.Serializer):
         if upload is None and not attrs.get("content"):
             raise serializers.ValidationError(gettext("send a `file`, or `content` with a `filename`"))
         if upload is not None:
-            if upload.size > knowledge.MAX_UPLOAD_BYTES:
+            if upload.size > vault.MAX_UPLOAD_BYTES:
                 raise serializers.ValidationError(
                     {
                         "file": gettext("the file is %(size)s bytes; the limit is %(limit)s")
-                        % {"size": upload.size, "limit": knowledge.MAX_UPLOAD_BYTES}
+                        % {"size": upload.size, "limit": vault.MAX_UPLOAD_BYTES}
                     }
                 )
             name, data = upload.name, upload.read()
         else:
             name, data = attrs.get("filename") or "note.md", attrs["content"].encode()
-        name = knowledge.safe_filename(name)
+        name = vault.safe_filename(name)
         try:
-            text = knowledge.extract_text(name, data)
-        except knowledge.KnowledgeInputError as exc:
+            text = vault.extract_text(name, data)
+        except vault.KnowledgeInputError as exc:
             raise serializers.ValidationError({"file": str(exc)}) from None
         fallback = name.rsplit(".", 1)[0].replace("-", " ").replace("_", " ")
         title, body = (
-            knowledge.title_of(text, fallback) if name.endswith((".md", ".markdown")) else (fallback, text)
+            vault.title_of(text, fallback) if name.endswith((".md", ".markdown")) else (fallback, text)
         )
         return {"source": name, "title": (attrs.get("title") or "").strip() or title, "content": body}
 
@@ -71,7 +71,7 @@ class KnowledgeUploadSerializer(serializers.Serializer):
 class KnowledgeJSONParser(LimitedJSONParser):
     """JSON uploads may be as large as docs/knowledge.md says, not Django's 2.5 MB default."""
 
-    max_bytes = knowledge.MAX_JSON_UPLOAD_BODY
+    max_bytes = vault.MAX_JSON_UPLOAD_BODY
 
 
 class KnowledgeView(APIView):
@@ -116,7 +116,7 @@ class KnowledgeView(APIView):
         upload = KnowledgeUploadSerializer(data=request.data)
         upload.is_valid(raise_exception=True)
         with transaction.atomic():
-            document, changed = knowledge.save_document(
+            document, changed = vault.save_document(
                 organization, kind=KnowledgeDocument.Source.UPLOAD, **upload.validated_data
             )
             if changed or not document.is_indexed:

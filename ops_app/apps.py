@@ -9,7 +9,9 @@ class OpsAppConfig(AppConfig):
         # Imported here, not at the top: these modules use models, which load after app configs.
         from django.db.models.signals import post_migrate
 
-        from ops_app import change_events, devices, log_masking, roles
+        from ops_app.core import log_masking
+        from ops_app.estate import change_events, devices
+        from ops_app.tenancy import roles
 
         post_migrate.connect(roles.sync_role_permissions, dispatch_uid="ongrid-sync-roles")
         change_events.connect()

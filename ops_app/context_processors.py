@@ -1,7 +1,7 @@
 from django.conf import settings
 from django.http import HttpRequest
 
-from ops_app.tenancy import organization_of
+from ops_app.tenancy.scoping import organization_of
 
 
 def ongrid(request: HttpRequest) -> dict:

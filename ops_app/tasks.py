@@ -8,17 +8,17 @@ from pathlib import Path
 from celery import shared_task
 from django.conf import settings
 
-from ops_app import knowledge
+from ops_app.knowledge import vault
 
 
 @shared_task(name="ops_app.index_knowledge_document")
 def index_knowledge_document(document_id: int) -> int:
     """Chunk and index one saved document (uploads from the API and the admin)."""
-    return knowledge.index_document(document_id)
+    return vault.index_document(document_id)
 
 
 @shared_task(name="ops_app.sync_knowledge_vault")
 def sync_knowledge_vault(organization_id: int, directory: str | None = None) -> dict:
     """Mirror a vault directory (default ONGRID_VAULT_DIR) into the organization's documents."""
     path = Path(directory) if directory else settings.CONFIG.vault_dir
-    return asdict(knowledge.sync_vault(organization_id, path))
+    return asdict(vault.sync_vault(organization_id, path))

@@ -1,4 +1,4 @@
-"""HTTP endpoints of the estate. Thin: parsing and storage live in ops_app.alertmanager."""
+"""HTTP endpoints of the estate. Thin: parsing and storage live in ops_app.estate.alertmanager."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
-from ops_app import alertmanager, jsonbody
-from ops_app.change_events import acting_as
+from ops_app.core import jsonbody
+from ops_app.estate import alertmanager
+from ops_app.estate.change_events import acting_as
 from ops_app.models import AlertmanagerReceiver
 
 log = logging.getLogger(__name__)

@@ -10,8 +10,8 @@ from django.utils.html import format_html
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from ops_app.admin_mixins import ReadOnlyTenantAdmin, TenantScopedAdmin
-from ops_app.tenancy import organization_of
+from ops_app.admin.scoping import ReadOnlyTenantAdmin, TenantScopedAdmin
+from ops_app.tenancy.scoping import organization_of
 from schedules_app import dispatching, scheduler
 from schedules_app.models import Report, Schedule, ScheduleRun
 

@@ -14,9 +14,9 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from ops_app.encryption import EncryptedTextField
+from ops_app.core.encryption import EncryptedTextField
 from ops_app.models import Organization
-from ops_app.tenancy import TenantModel
+from ops_app.models.tenancy import TenantModel
 from schedules_app import timing
 
 

@@ -19,8 +19,8 @@ from django.utils.translation import gettext
 
 from agents_app.api import aget_registry, build_toolbag, get_runtime, load_builtin_tools
 from chat_app import services as sessions
-from ops_app import incidents
-from ops_app.change_events import Actor
+from ops_app.estate import incidents
+from ops_app.estate.change_events import Actor
 from schedules_app import delivery, figures, findings, timing
 from schedules_app.models import Report, Schedule, ScheduleRun
 

@@ -6,9 +6,9 @@ import pytest
 from channels.layers import channel_layers
 from django.utils import translation
 
-from ops_app import roles
 from ops_app.models import Organization
-from ops_app.services import create_organization, create_user
+from ops_app.tenancy import roles
+from ops_app.tenancy.accounts import create_organization, create_user
 
 # Fixture plugins for the whole suite, registered once here (not per module) so that pytest can
 # rewrite their assertions whichever test imports them first.

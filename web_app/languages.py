@@ -12,8 +12,8 @@ from django.utils import translation
 from django.views.decorators.http import require_POST
 from django.views.i18n import set_language as django_set_language
 
-from ops_app.languages import chosen_language, supported
-from ops_app.services import set_language
+from ops_app.core.languages import chosen_language, supported
+from ops_app.tenancy.accounts import set_language
 
 __all__ = ["UserLanguageMiddleware", "chosen_language", "switch_language"]  # chosen_language: the pages' own
 

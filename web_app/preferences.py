@@ -15,7 +15,7 @@ from django.utils import translation
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from ops_app.services import set_language, set_timezone
+from ops_app.tenancy.accounts import set_language, set_timezone
 from web_app.languages import chosen_language
 from web_app.timezones import chosen_zone
 

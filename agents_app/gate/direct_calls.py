@@ -20,7 +20,7 @@ from agents_app.tools.binding import organization_tools
 from agents_app.tools.toolbag import build_toolbag
 from chat_app import services
 from chat_app.models import ChatSession
-from ops_app.tenancy import organization_of
+from ops_app.tenancy.scoping import organization_of
 
 CHANGING_CLASSES = ("write", "destructive")
 

@@ -17,8 +17,8 @@ from django.utils import timezone
 
 from agents_app.models import MutatingProposal
 from chat_app.models import ChatSession
-from ops_app import roles
-from ops_app.tenancy import organization_of
+from ops_app.tenancy import roles
+from ops_app.tenancy.scoping import organization_of
 
 Decision = MutatingProposal.Decision
 POLL_SECONDS = 0.25

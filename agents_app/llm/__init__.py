@@ -46,7 +46,7 @@ async def aget_provider(model_hint: str | None, organization_id: int | None) -> 
     """The provider for an organization's agents: its default LLM endpoint when it has one, the
     deployment's environment (`get_provider`) otherwise. `offline` as the persona's model still wins.
     The provider's `endpoint` attribute names the endpoint for the LLM-call audit rows."""
-    from ops_app.llm_endpoints import adefault_endpoint
+    from ops_app.integrations.llm_endpoints import adefault_endpoint
 
     endpoint = None if model_hint == "offline" else await adefault_endpoint(organization_id)
     if endpoint is None:

@@ -33,8 +33,8 @@ from agents_app.personas.schema import (
     persona_to_markdown,
 )
 from agents_app.toolsets import names as tool_names
-from ops_app import roles
-from ops_app.tenancy import sees_all_tenants
+from ops_app.tenancy import roles
+from ops_app.tenancy.scoping import sees_all_tenants
 
 log = logging.getLogger(__name__)
 

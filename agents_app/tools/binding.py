@@ -13,7 +13,7 @@ import dataclasses
 from agents_app.toolsets.contract import Tool
 from agents_app.toolsets.mcp.tools import organization_mcp_tools
 from agents_app.toolsets.registry import datasource_kinds, load_builtin_tools
-from ops_app import datasources
+from ops_app.integrations import datasources
 
 
 def with_data_sources(tool: Tool, names: list[str]) -> Tool:

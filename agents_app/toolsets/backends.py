@@ -15,9 +15,9 @@ import math
 import httpx
 
 from agents_app.toolsets.contract import ToolContext, ToolError
-from ops_app import datasources
-from ops_app.datasources import Endpoint
-from ops_app.timeutil import TimeParseError, iso, parse_time
+from ops_app.core.timeutil import TimeParseError, iso, parse_time
+from ops_app.integrations import datasources
+from ops_app.integrations.datasources import Endpoint
 
 MAX_SERIES = 20
 TIME_HELP = "ISO 8601, epoch seconds, 'now' or relative like 'now-1h'"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 
 from agents_app.toolsets.contract import ToolError
-from ops_app.timeutil import TimeParseError, parse_time
+from ops_app.core.timeutil import TimeParseError, parse_time
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100

@@ -5,7 +5,7 @@ from django.conf import settings
 from django.db import migrations, models
 
 import im_app.models
-import ops_app.encryption
+import ops_app.core.encryption
 
 
 class Migration(migrations.Migration):
@@ -55,13 +55,13 @@ class Migration(migrations.Migration):
                 ),
                 (
                     "bot_token",
-                    ops_app.encryption.EncryptedTextField(
+                    ops_app.core.encryption.EncryptedTextField(
                         blank=True, help_text="Slack xoxb- token, or Telegram bot token."
                     ),
                 ),
                 (
                     "signing_secret",
-                    ops_app.encryption.EncryptedTextField(
+                    ops_app.core.encryption.EncryptedTextField(
                         blank=True, help_text="Slack: the app's signing secret."
                     ),
                 ),
@@ -71,23 +71,23 @@ class Migration(migrations.Migration):
                 ),
                 (
                     "app_secret",
-                    ops_app.encryption.EncryptedTextField(blank=True, help_text="Feishu: the app secret."),
+                    ops_app.core.encryption.EncryptedTextField(blank=True, help_text="Feishu: the app secret."),
                 ),
                 (
                     "verification_token",
-                    ops_app.encryption.EncryptedTextField(
+                    ops_app.core.encryption.EncryptedTextField(
                         blank=True, help_text="Feishu: the event verification token."
                     ),
                 ),
                 (
                     "encrypt_key",
-                    ops_app.encryption.EncryptedTextField(
+                    ops_app.core.encryption.EncryptedTextField(
                         blank=True, help_text="Feishu: the event encrypt key."
                     ),
                 ),
                 (
                     "webhook_secret",
-                    ops_app.encryption.EncryptedTextField(
+                    ops_app.core.encryption.EncryptedTextField(
                         blank=True,
                         help_text="Telegram: the secret_token given to setWebhook (letters, digits, _ and -).",
                     ),

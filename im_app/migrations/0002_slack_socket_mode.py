@@ -2,7 +2,7 @@
 
 from django.db import migrations, models
 
-import ops_app.encryption
+import ops_app.core.encryption
 
 
 class Migration(migrations.Migration):
@@ -15,7 +15,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='imapp',
             name='app_token',
-            field=ops_app.encryption.EncryptedTextField(blank=True, help_text='Slack Socket Mode: the app-level token (xapp-…) with the connections:write scope.'),
+            field=ops_app.core.encryption.EncryptedTextField(blank=True, help_text='Slack Socket Mode: the app-level token (xapp-…) with the connections:write scope.'),
         ),
         migrations.AlterField(
             model_name='imapp',

@@ -5,7 +5,7 @@ from django.conf import settings
 from django.db import migrations, models
 
 import im_app.models
-import ops_app.encryption
+import ops_app.core.encryption
 
 
 class Migration(migrations.Migration):
@@ -43,12 +43,12 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='imapp',
             name='app_secret',
-            field=ops_app.encryption.EncryptedTextField(blank=True, help_text='Feishu: the app secret.', verbose_name='app secret'),
+            field=ops_app.core.encryption.EncryptedTextField(blank=True, help_text='Feishu: the app secret.', verbose_name='app secret'),
         ),
         migrations.AlterField(
             model_name='imapp',
             name='app_token',
-            field=ops_app.encryption.EncryptedTextField(blank=True, help_text='Slack Socket Mode: the app-level token (xapp-…) with the connections:write scope.', verbose_name='app-level token'),
+            field=ops_app.core.encryption.EncryptedTextField(blank=True, help_text='Slack Socket Mode: the app-level token (xapp-…) with the connections:write scope.', verbose_name='app-level token'),
         ),
         migrations.AlterField(
             model_name='imapp',
@@ -58,7 +58,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='imapp',
             name='bot_token',
-            field=ops_app.encryption.EncryptedTextField(blank=True, help_text='Slack xoxb- token, or Telegram bot token.', verbose_name='bot token'),
+            field=ops_app.core.encryption.EncryptedTextField(blank=True, help_text='Slack xoxb- token, or Telegram bot token.', verbose_name='bot token'),
         ),
         migrations.AlterField(
             model_name='imapp',
@@ -78,7 +78,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='imapp',
             name='encrypt_key',
-            field=ops_app.encryption.EncryptedTextField(blank=True, help_text='Feishu: the event encrypt key.', verbose_name='encrypt key'),
+            field=ops_app.core.encryption.EncryptedTextField(blank=True, help_text='Feishu: the event encrypt key.', verbose_name='encrypt key'),
         ),
         migrations.AlterField(
             model_name='imapp',
@@ -103,7 +103,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='imapp',
             name='signing_secret',
-            field=ops_app.encryption.EncryptedTextField(blank=True, help_text="Slack: the app's signing secret.", verbose_name='signing secret'),
+            field=ops_app.core.encryption.EncryptedTextField(blank=True, help_text="Slack: the app's signing secret.", verbose_name='signing secret'),
         ),
         migrations.AlterField(
             model_name='imapp',
@@ -113,7 +113,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='imapp',
             name='verification_token',
-            field=ops_app.encryption.EncryptedTextField(blank=True, help_text='Feishu: the event verification token.', verbose_name='verification token'),
+            field=ops_app.core.encryption.EncryptedTextField(blank=True, help_text='Feishu: the event verification token.', verbose_name='verification token'),
         ),
         migrations.AlterField(
             model_name='imapp',
@@ -123,7 +123,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='imapp',
             name='webhook_secret',
-            field=ops_app.encryption.EncryptedTextField(blank=True, help_text='Telegram: the secret_token given to setWebhook (letters, digits, _ and -).', verbose_name='webhook secret'),
+            field=ops_app.core.encryption.EncryptedTextField(blank=True, help_text='Telegram: the secret_token given to setWebhook (letters, digits, _ and -).', verbose_name='webhook secret'),
         ),
         migrations.AlterField(
             model_name='imidentity',

@@ -4,7 +4,7 @@ import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
 
-import ops_app.encryption
+import ops_app.core.encryption
 
 
 class Migration(migrations.Migration):
@@ -273,7 +273,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name="investigationpolicy",
             name="webhook_secret",
-            field=ops_app.encryption.EncryptedTextField(
+            field=ops_app.core.encryption.EncryptedTextField(
                 blank=True,
                 help_text="HMAC-SHA256 key for the X-Ongrid-Signature header; encrypted at rest.",
                 verbose_name="webhook secret",

@@ -1,4 +1,4 @@
-"""Creates the three role groups. Their permissions are synchronised by ops_app.roles after every
+"""Creates the three role groups. Their permissions are synchronised by ops_app.tenancy.roles after every
 migrate, because later apps add models (and so permissions) this migration cannot know."""
 
 from django.db import migrations

@@ -3,7 +3,7 @@
 import django.db.models.deletion
 from django.db import migrations, models
 
-from ops_app.knowledge_index import create_fulltext_index, drop_fulltext_index
+from ops_app.knowledge.fulltext import create_fulltext_index, drop_fulltext_index
 
 
 class Migration(migrations.Migration):

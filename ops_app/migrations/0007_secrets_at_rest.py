@@ -16,7 +16,7 @@ import django.utils.timezone
 from django.conf import settings
 from django.db import migrations, models
 
-import ops_app.encryption
+import ops_app.core.encryption
 
 DEVICE_SECRETS = ("ssh_private_key", "ssh_password")
 
@@ -32,14 +32,14 @@ def _flush_deferred_checks(schema_editor):
 def encrypt_device_secrets(apps, schema_editor):
     device = apps.get_model("ops_app", "Device")
     for column in DEVICE_SECRETS:
-        ops_app.encryption.rotate_column(device, column, using=schema_editor.connection.alias)
+        ops_app.core.encryption.rotate_column(device, column, using=schema_editor.connection.alias)
     _flush_deferred_checks(schema_editor)
 
 
 def decrypt_device_secrets(apps, schema_editor):
     device = apps.get_model("ops_app", "Device")
     for column in DEVICE_SECRETS:
-        ops_app.encryption.decrypt_column(device, column, using=schema_editor.connection.alias)
+        ops_app.core.encryption.decrypt_column(device, column, using=schema_editor.connection.alias)
     _flush_deferred_checks(schema_editor)
 
 
@@ -95,14 +95,14 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name="device",
             name="ssh_private_key",
-            field=ops_app.encryption.EncryptedTextField(
+            field=ops_app.core.encryption.EncryptedTextField(
                 blank=True, help_text="PEM/OpenSSH private key; encrypted at rest, never logged."
             ),
         ),
         migrations.AlterField(
             model_name="device",
             name="ssh_password",
-            field=ops_app.encryption.EncryptedTextField(
+            field=ops_app.core.encryption.EncryptedTextField(
                 blank=True, help_text="Used when no key is set; encrypted at rest."
             ),
         ),

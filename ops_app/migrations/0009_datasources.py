@@ -3,7 +3,7 @@
 import django.db.models.deletion
 from django.db import migrations, models
 
-import ops_app.encryption
+import ops_app.core.encryption
 
 
 class Migration(migrations.Migration):
@@ -60,13 +60,13 @@ class Migration(migrations.Migration):
                 ),
                 (
                     "secret",
-                    ops_app.encryption.EncryptedTextField(
+                    ops_app.core.encryption.EncryptedTextField(
                         blank=True, help_text="The bearer token or the basic-auth password."
                     ),
                 ),
                 (
                     "custom_headers",
-                    ops_app.encryption.EncryptedTextField(
+                    ops_app.core.encryption.EncryptedTextField(
                         blank=True,
                         help_text="Custom headers only: one `Name: value` per line (e.g. X-Scope-OrgID: team-a).",
                     ),

@@ -3,7 +3,7 @@
 import django.db.models.deletion
 from django.db import migrations, models
 
-import ops_app.encryption
+import ops_app.core.encryption
 
 
 class Migration(migrations.Migration):
@@ -37,7 +37,7 @@ class Migration(migrations.Migration):
                 ),
                 (
                     "api_key",
-                    ops_app.encryption.EncryptedTextField(
+                    ops_app.core.encryption.EncryptedTextField(
                         blank=True, help_text="Encrypted at rest, never shown again."
                     ),
                 ),

@@ -5,7 +5,7 @@ import django.db.models.deletion
 import django.utils.timezone
 from django.db import migrations, models
 
-import ops_app.encryption
+import ops_app.core.encryption
 
 
 class Migration(migrations.Migration):
@@ -61,7 +61,7 @@ class Migration(migrations.Migration):
                 ),
                 (
                     "headers",
-                    ops_app.encryption.EncryptedTextField(
+                    ops_app.core.encryption.EncryptedTextField(
                         blank=True,
                         help_text="HTTP headers, one `Name: value` per line (e.g. Authorization: Bearer ...).",
                     ),

@@ -6,7 +6,7 @@ import django.utils.timezone
 from django.conf import settings
 from django.db import migrations, models
 
-import ops_app.encryption
+import ops_app.core.encryption
 
 
 class Migration(migrations.Migration):
@@ -486,7 +486,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name="datasource",
             name="custom_headers",
-            field=ops_app.encryption.EncryptedTextField(
+            field=ops_app.core.encryption.EncryptedTextField(
                 blank=True,
                 help_text="Custom headers only: one `Name: value` per line (e.g. X-Scope-OrgID: team-a).",
                 verbose_name="custom headers",
@@ -535,7 +535,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name="datasource",
             name="secret",
-            field=ops_app.encryption.EncryptedTextField(
+            field=ops_app.core.encryption.EncryptedTextField(
                 blank=True, help_text="The bearer token or the basic-auth password.", verbose_name="secret"
             ),
         ),
@@ -657,7 +657,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name="device",
             name="ssh_password",
-            field=ops_app.encryption.EncryptedTextField(
+            field=ops_app.core.encryption.EncryptedTextField(
                 blank=True,
                 help_text="Used when no key is set; encrypted at rest.",
                 verbose_name="SSH password",
@@ -671,7 +671,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name="device",
             name="ssh_private_key",
-            field=ops_app.encryption.EncryptedTextField(
+            field=ops_app.core.encryption.EncryptedTextField(
                 blank=True,
                 help_text="PEM/OpenSSH private key; encrypted at rest, never logged.",
                 verbose_name="SSH private key",
@@ -881,7 +881,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name="llmendpoint",
             name="api_key",
-            field=ops_app.encryption.EncryptedTextField(
+            field=ops_app.core.encryption.EncryptedTextField(
                 blank=True, help_text="Encrypted at rest, never shown again.", verbose_name="API key"
             ),
         ),
@@ -985,7 +985,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name="mcpserver",
             name="headers",
-            field=ops_app.encryption.EncryptedTextField(
+            field=ops_app.core.encryption.EncryptedTextField(
                 blank=True,
                 help_text="HTTP headers, one `Name: value` per line (e.g. Authorization: Bearer ...).",
                 verbose_name="headers",

@@ -3,7 +3,7 @@
 import django.db.models.deletion
 from django.db import migrations, models
 
-import ops_app.encryption
+import ops_app.core.encryption
 
 
 class Migration(migrations.Migration):
@@ -89,7 +89,7 @@ class Migration(migrations.Migration):
                 ("webhook_url", models.URLField(blank=True, max_length=1000)),
                 (
                     "webhook_secret",
-                    ops_app.encryption.EncryptedTextField(
+                    ops_app.core.encryption.EncryptedTextField(
                         blank=True, help_text="Signs the webhook body (HMAC-SHA256)."
                     ),
                 ),

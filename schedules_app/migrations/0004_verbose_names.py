@@ -3,7 +3,7 @@
 import django.db.models.deletion
 from django.db import migrations, models
 
-import ops_app.encryption
+import ops_app.core.encryption
 
 
 class Migration(migrations.Migration):
@@ -240,7 +240,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name="schedule",
             name="webhook_secret",
-            field=ops_app.encryption.EncryptedTextField(
+            field=ops_app.core.encryption.EncryptedTextField(
                 blank=True, help_text="Signs the webhook body (HMAC-SHA256).", verbose_name="webhook secret"
             ),
         ),

@@ -15,7 +15,7 @@ from agents_app.toolsets.contract import ToolError
 from chat_app import services
 from fakes.llm_routing import tool_messages
 from fakes.openai_server import call, text, tool_calls
-from ops_app.datasources import save_data_source
+from ops_app.integrations.datasources import save_data_source
 from ops_app.models import DataSource
 from tests.support.alertmanager import running_alertmanager
 from tests.support.asyncdb import close_async_db_connections  # noqa: F401 - fixture

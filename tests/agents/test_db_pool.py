@@ -15,7 +15,7 @@ from audit_app.models import LLMCall
 from chat_app import services
 from chat_app.models import ChatSession, SessionStatus
 from fakes.openai_server import text
-from ops_app.async_db import pooled_database
+from ops_app.core.async_db import pooled_database
 from tests.support.celery_worker import celery_worker_process
 
 pytestmark = [

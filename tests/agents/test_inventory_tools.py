@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from agents_app.toolsets.contract import ToolError
 from agents_app.toolsets.registry import load_builtin_tools
-from ops_app.demo import load_demo_estate
+from ops_app.estate.demo import load_demo_estate
 from ops_app.models import AlertRule, Device, Incident
 from tests.support.prometheus import LIVE_RULE, prometheus_server  # noqa: F401 - fixture
 from tests.support.tools import run_tool

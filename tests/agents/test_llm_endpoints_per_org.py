@@ -17,10 +17,10 @@ from agents_app.runtime.core import Runtime
 from audit_app.models import LLMCall
 from chat_app import services
 from fakes.openai_server import FakeLLM, text
-from ops_app import roles
-from ops_app.llm_endpoints import save_llm_endpoint
+from ops_app.integrations.llm_endpoints import save_llm_endpoint
 from ops_app.models import LLMEndpoint
-from ops_app.services import create_user
+from ops_app.tenancy import roles
+from ops_app.tenancy.accounts import create_user
 from tests.support.asyncdb import close_async_db_connections  # noqa: F401 - fixture
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -23,7 +23,7 @@ from audit_app.models import AuditLog
 from chat_app import services
 from fakes.llm_routing import tool_messages
 from fakes.openai_server import call, text, tool_calls
-from ops_app.mcp_servers import discover_tools
+from ops_app.integrations.mcp_servers import discover_tools
 from ops_app.models import McpServer, McpTool
 from tests.support.asyncdb import close_async_db_connections  # noqa: F401 - fixture
 from tests.support.gate import make_chat, make_user_agent, make_worker
@@ -107,8 +107,8 @@ def test_tools_are_discovered_on_save_as_writes_and_an_admin_marks_one_read(
     # Another organization's admin sees neither the server nor its tools.
     outsider.is_staff = True
     outsider.save()
-    from ops_app import roles
-    from ops_app.services import set_membership
+    from ops_app.tenancy import roles
+    from ops_app.tenancy.accounts import set_membership
 
     set_membership(outsider, outsider.membership.organization, roles.ORG_ADMIN)
     theirs = login(outsider)

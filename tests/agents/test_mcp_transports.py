@@ -20,7 +20,7 @@ from audit_app.models import AuditLog
 from chat_app import services
 from fakes.llm_routing import tool_messages
 from fakes.openai_server import call, text, tool_calls
-from ops_app.mcp_servers import discover_tools
+from ops_app.integrations.mcp_servers import discover_tools
 from ops_app.models import McpServer, McpTool
 from tests.support.asyncdb import close_async_db_connections  # noqa: F401 - fixture
 from tests.support.mcp_server import running_mcp_server, stdio_command

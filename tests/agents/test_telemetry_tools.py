@@ -202,7 +202,7 @@ def test_loki_and_tempo_not_configured(org, settings):
     ],
 )
 def test_tool_time_arguments(text, expected):
-    from ops_app.timeutil import iso, parse_time
+    from ops_app.core.timeutil import iso, parse_time
 
     now = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
     assert iso(parse_time(text, now)) == expected

@@ -16,8 +16,8 @@ from django.urls import reverse
 
 from agents_app.models import UserAgent
 from agents_app.personas import registry
-from ops_app import roles
-from ops_app.services import create_user
+from ops_app.tenancy import roles
+from ops_app.tenancy.accounts import create_user
 from tests.support.django_subprocess import DjangoProcess
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,9 +9,9 @@ from asgiref.sync import sync_to_async
 
 from fakes.feishu_api import FakeFeishu
 from fakes.openai_server import call, text, tool_calls
-from ops_app import roles
 from ops_app.models import Incident
-from ops_app.services import create_user
+from ops_app.tenancy import roles
+from ops_app.tenancy.accounts import create_user
 from tests.support.asyncdb import close_async_db_connections  # noqa: F401 - fixture
 from tests.support.im import (
     FEISHU_ENCRYPT_KEY,

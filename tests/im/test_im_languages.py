@@ -13,8 +13,8 @@ from fakes.openai_server import call, text, tool_calls
 from fakes.telegram_api import FakeTelegram
 from im_app import background
 from im_app.summaries import post_summaries
-from ops_app import roles
-from ops_app.services import create_user
+from ops_app.tenancy import roles
+from ops_app.tenancy.accounts import create_user
 from tests.support.asyncdb import close_async_db_connections  # noqa: F401 - fixture
 from tests.support.im import link, post_telegram, telegram_app, tg_button, tg_message, until
 

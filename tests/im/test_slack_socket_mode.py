@@ -18,9 +18,9 @@ from fakes.openai_server import call, text, tool_calls
 from fakes.slack_api import FakeSlack
 from fakes.telegram_api import FakeTelegram
 from im_app import background, connection, outbound
-from ops_app import roles
 from ops_app.models import Incident
-from ops_app.services import create_user
+from ops_app.tenancy import roles
+from ops_app.tenancy.accounts import create_user
 from tests.support.asyncdb import close_async_db_connections  # noqa: F401 - fixture
 from tests.support.im import link, sessions_of, slack_app, slack_mention, telegram_app, tg_message, until
 

@@ -18,8 +18,8 @@ from im_app import background
 from im_app.models import IMApp
 from im_app.platforms.telegram import polling
 from im_app.platforms.telegram.client import TelegramClient
-from ops_app import roles
-from ops_app.services import create_user
+from ops_app.tenancy import roles
+from ops_app.tenancy.accounts import create_user
 from tests.support.asyncdb import close_async_db_connections  # noqa: F401 - fixture
 from tests.support.im import link, post_telegram, sessions_of, telegram_app, tg_message
 

@@ -19,9 +19,9 @@ from chat_app.models import ChatSession, SessionStatus
 from fakes.openai_server import text
 from incidents_app import investigations
 from incidents_app.models import Investigation, InvestigationPolicy
-from ops_app import roles
 from ops_app.models import ChangeEvent, Incident
-from ops_app.services import create_user
+from ops_app.tenancy import roles
+from ops_app.tenancy.accounts import create_user
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("inline_executor")]
 T0 = dt.datetime(2026, 5, 1, 10, 0, tzinfo=dt.UTC)

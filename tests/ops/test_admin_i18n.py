@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ops_app.datasources import save_data_source
+from ops_app.integrations.datasources import save_data_source
 from ops_app.models import DataSource
 from tests.support.schedules import make_schedule
 

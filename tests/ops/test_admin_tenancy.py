@@ -7,9 +7,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.urls import reverse
 
-from ops_app import roles
 from ops_app.models import Membership
-from ops_app.services import create_user, set_membership
+from ops_app.tenancy import roles
+from ops_app.tenancy.accounts import create_user, set_membership
 
 User = get_user_model()
 pytestmark = pytest.mark.django_db

@@ -8,8 +8,8 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from ops_app import change_events
-from ops_app.change_events import acting_as, suppressed
+from ops_app.estate import change_events
+from ops_app.estate.change_events import acting_as, suppressed
 from ops_app.models import AlertRule, ChangeEvent, Device, TopologyEdge, TopologyNode
 from tests.support.tools import run_tool
 
@@ -179,8 +179,8 @@ async def test_actor_is_known_on_the_asgi_path_too(async_client, org):
     see the request's user."""
     from asgiref.sync import sync_to_async
 
-    from ops_app import roles
-    from ops_app.services import create_user
+    from ops_app.tenancy import roles
+    from ops_app.tenancy.accounts import create_user
 
     admin = await sync_to_async(create_user)("olga", "olga-pass-123", org, roles.ORG_ADMIN)
     device = await Device.objects.acreate(organization=org, name="db-01", address="10.0.0.7")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.utils import translation
 
-from ops_app.commands import terminal_language
+from ops_app.core.commands import terminal_language
 from ops_app.management.commands.ongrid_token import Command
 
 

@@ -19,8 +19,8 @@ from agents_app.tools.binding import organization_tools
 from agents_app.tools.invoke import invoke_tool
 from agents_app.toolsets.contract import ToolContext
 from audit_app.models import AuditLog
-from ops_app import encryption
-from ops_app.datasources import endpoint, save_data_source
+from ops_app.core import encryption
+from ops_app.integrations.datasources import endpoint, save_data_source
 from ops_app.models import ChangeEvent, DataSource, Organization
 from tests.support.alertmanager import running_alertmanager
 from tests.support.asyncdb import close_async_db_connections  # noqa: F401 - fixture

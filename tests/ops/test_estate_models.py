@@ -9,7 +9,7 @@ from django.core.management import call_command
 from django.db import IntegrityError, transaction
 from django.urls import reverse
 
-from ops_app.demo import load_demo_estate
+from ops_app.estate.demo import load_demo_estate
 from ops_app.models import (
     Alert,
     AlertmanagerReceiver,

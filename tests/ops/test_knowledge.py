@@ -15,7 +15,8 @@ from django.db import connection
 from agents_app.toolsets.contract import ToolContext, ToolError
 from agents_app.toolsets.registry import load_builtin_tools
 from ongrid_site.celery import app as celery_app
-from ops_app import knowledge, knowledge_index
+from ops_app.knowledge import fulltext as knowledge_index
+from ops_app.knowledge import vault as knowledge
 from ops_app.models import KnowledgeDocument, KnowledgePassage
 from ops_app.tasks import sync_knowledge_vault
 from tests.support.asyncdb import close_async_db_connections  # noqa: F401 - fixture

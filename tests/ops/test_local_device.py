@@ -14,8 +14,8 @@ from django.urls import reverse
 from agents_app.toolsets.contract import ToolContext, ToolError
 from agents_app.toolsets.registry import load_builtin_tools
 from ongrid_site import config
-from ops_app.demo import load_demo_estate
-from ops_app.devices import DISABLED, STAFF_ONLY
+from ops_app.estate.demo import load_demo_estate
+from ops_app.estate.devices import DISABLED, STAFF_ONLY
 from ops_app.models import Device
 from tests.support.asyncdb import close_async_db_connections  # noqa: F401 - fixture
 

@@ -9,7 +9,7 @@ import pytest
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from ops_app import incidents
+from ops_app.estate import incidents
 from ops_app.models import Incident
 
 FINGERPRINT = "f" * 64

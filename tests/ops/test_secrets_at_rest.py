@@ -23,8 +23,8 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from ongrid_site import config
-from ops_app import encryption
-from ops_app.log_masking import mask_secret_paths
+from ops_app.core import encryption
+from ops_app.core.log_masking import mask_secret_paths
 from ops_app.models import AlertmanagerReceiver, ApiToken, ChangeEvent, Device
 
 PASSWORD = "hunter2-device-password"

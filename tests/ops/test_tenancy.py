@@ -4,8 +4,8 @@ import pytest
 from django.contrib.auth.models import Group
 
 from chat_app.models import ChatSession
-from ops_app import roles
-from ops_app.services import set_membership
+from ops_app.tenancy import roles
+from ops_app.tenancy.accounts import set_membership
 
 pytestmark = pytest.mark.django_db
 

@@ -6,7 +6,7 @@ import pytest
 from django.utils import timezone
 
 from agents_app.toolsets.contract import ToolError
-from ops_app.demo import load_demo_estate
+from ops_app.estate.demo import load_demo_estate
 from ops_app.models import Alert, ChangeEvent, Incident, TopologyEdge, TopologyNode
 from tests.support.tools import run_tool
 

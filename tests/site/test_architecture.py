@@ -76,3 +76,15 @@ def test_an_upward_import_inside_the_agents_layer_breaks_its_contract(tmp_path):
     broken = lint_imports(copy)
     assert broken.returncode != 0
     assert "agents_app.toolsets.contract -> agents_app.runtime.publishing" in broken.stdout
+
+
+def test_a_core_helper_importing_the_estate_breaks_the_ops_app_contracts(tmp_path):
+    """ops_app.core is the bottom of ops_app: one import of the estate from it fails lint-imports."""
+    copy = copy_of_the_house(tmp_path)
+    add_import(copy / "ops_app" / "core" / "timeutil.py", "from ops_app.estate import topology")
+    broken = lint_imports(copy)
+    assert broken.returncode != 0
+    assert "ops_app.core.timeutil -> ops_app.estate.topology" in broken.stdout
+    assert "Inside ops_app: estate, knowledge and integrations over tenancy over the core helpers BROKEN" in (
+        " ".join(broken.stdout.split())
+    )

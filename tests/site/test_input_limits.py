@@ -21,7 +21,7 @@ from django.urls import reverse
 from agents_app.models import UserAgent
 from agents_app.personas import user_agents
 from agents_app.personas.schema import MAX_PERSONA_BYTES, PersonaError, parse_persona
-from ops_app import knowledge
+from ops_app.knowledge import vault as knowledge
 from ops_app.models import Alert, AlertmanagerReceiver, Incident, KnowledgeDocument
 from tests.support.required import IN_CI, require
 
@@ -122,7 +122,7 @@ def test_nul_characters_are_stripped_not_a_500(client, receiver):
 def test_a_transient_database_failure_asks_alertmanager_to_retry(client, receiver, monkeypatch):
     from django.db import IntegrityError
 
-    from ops_app import alertmanager
+    from ops_app.estate import alertmanager
 
     def always_losing(receiver, payload):
         raise IntegrityError("duplicate key value violates unique constraint")

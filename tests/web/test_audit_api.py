@@ -9,8 +9,8 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from chat_app.models import ChatSession
-from ops_app import roles
-from ops_app.services import create_user
+from ops_app.tenancy import roles
+from ops_app.tenancy.accounts import create_user
 from tests.support import audit_rows
 
 pytestmark = pytest.mark.django_db

@@ -109,8 +109,8 @@ def test_the_session_page_totals_sum_the_tree_per_endpoint(client, auditor, tree
 def test_another_organizations_endpoint_usage_is_not_listed(client, outsider, other_org, tree, priced):
     theirs = audit_rows.session(other_org, outsider, title="Their chat")
     audit_rows.llm_call(theirs, endpoint="globex-ollama")
-    from ops_app import roles
-    from ops_app.services import set_membership
+    from ops_app.tenancy import roles
+    from ops_app.tenancy.accounts import set_membership
 
     set_membership(outsider, other_org, roles.AUDITOR)
     client.force_login(outsider)

@@ -103,8 +103,8 @@ def test_stop_flags_the_session_and_its_open_workers(member):
 
 
 def test_other_users_and_tenants_get_404_and_anonymous_401(member, outsider, org):
-    from ops_app import roles
-    from ops_app.services import create_user
+    from ops_app.tenancy import roles
+    from ops_app.tenancy.accounts import create_user
 
     chat = services.start_chat(member)
     colleague = create_user("bob", "bob-pass-123", org, roles.MEMBER)

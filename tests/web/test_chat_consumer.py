@@ -49,8 +49,8 @@ def chat(member):
 
 
 async def test_only_the_owner_may_connect(client, chat, org, outsider):
-    from ops_app import roles
-    from ops_app.services import create_user
+    from ops_app.tenancy import roles
+    from ops_app.tenancy.accounts import create_user
 
     colleague = await sync_to_async(create_user)("bob", "bob-pass-123", org, roles.MEMBER)
     owner, ok, _ = await connect(

@@ -56,8 +56,8 @@ def test_saved_transcript_renders_answer_notes_chips_and_tiles(client, member, c
 
 
 def test_other_users_get_404_on_every_chat_url(client, chat, outsider, org):
-    from ops_app import roles
-    from ops_app.services import create_user
+    from ops_app.tenancy import roles
+    from ops_app.tenancy.accounts import create_user
 
     for user in (outsider, create_user("bob", "bob-pass-123", org, roles.MEMBER)):
         client.force_login(user)

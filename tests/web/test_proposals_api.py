@@ -9,8 +9,8 @@ from django.urls import reverse
 
 from agents_app.gate import proposals
 from agents_app.models import MutatingProposal
-from ops_app import roles
-from ops_app.services import create_user
+from ops_app.tenancy import roles
+from ops_app.tenancy.accounts import create_user
 from tests.support.gate import make_chat, make_worker
 
 pytestmark = pytest.mark.django_db

@@ -34,7 +34,7 @@ from agents_app.api import (
     to_markdown,
 )
 from agents_app.models import MutatingProposal, UserAgent
-from ops_app.tenancy import organization_of, sees_all_tenants
+from ops_app.tenancy.scoping import organization_of, sees_all_tenants
 from web_app.chat import fragments
 
 

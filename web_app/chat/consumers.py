@@ -17,7 +17,7 @@ from audit_app.queries import can_audit
 from chat_app.groups import session_group, user_group
 from chat_app.models import MAX_MESSAGE_CHARS, ChatSession, SessionStatus
 from chat_app.services import TurnInProgress
-from ops_app.languages import language_for_scope
+from ops_app.core.languages import language_for_scope
 from web_app.chat import fragments
 from web_app.chat.transcript import build_turns
 from web_app.rendering import estate_links

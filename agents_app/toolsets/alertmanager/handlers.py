@@ -9,7 +9,7 @@ import httpx
 
 from agents_app.toolsets.alertmanager.manifest import CREATE_SILENCE
 from agents_app.toolsets.contract import ToolContext, ToolError
-from ops_app import datasources
+from ops_app.integrations import datasources
 
 # Labels whose equality matcher pins a silence to one machine.
 HOST_LABELS = {"instance", "host", "hostname", "device", "node"}

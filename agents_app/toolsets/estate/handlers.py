@@ -14,10 +14,10 @@ from django.db.models.lookups import Exact
 
 from agents_app.toolsets.contract import ToolContext, ToolError
 from agents_app.toolsets.records import choice_of, limit_of, time_of
-from ops_app.correlation import change_summary
+from ops_app.core.timeutil import iso, parse_time
+from ops_app.estate.correlation import change_summary
+from ops_app.estate.topology import TopologyError, expand, find_nodes, node_summary, resolve_node
 from ops_app.models import ChangeEvent, Device
-from ops_app.timeutil import iso, parse_time
-from ops_app.topology import TopologyError, expand, find_nodes, node_summary, resolve_node
 
 
 def _device_summary(device: Device) -> dict:

@@ -1,7 +1,7 @@
 from agents_app.toolsets.manifest import ROLE_DEVICE_LIST, OfflineHints, Toolset, ToolSpec
 from agents_app.toolsets.records import LIMIT_PARAM, TIME_HELP
+from ops_app.estate.topology import DIRECTIONS, MAX_DEPTH
 from ops_app.models import Device, TopologyNode
-from ops_app.topology import DIRECTIONS, MAX_DEPTH
 
 # The nouns (en, es, fr) of a question that looks devices up.
 DEVICE_WORDS = frozenset({"device", "host", "server", "role", "address", "ip", "label", "owner", "own",

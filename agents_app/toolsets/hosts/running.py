@@ -15,8 +15,8 @@ from agents_app.toolsets.contract import ToolContext, ToolError
 from agents_app.toolsets.hosts import shell_policy
 from agents_app.toolsets.hosts.devices import DeviceError, resolve_device, transport_for
 from agents_app.toolsets.hosts.transport import CommandResult, Script, Transport, TransportError
-from ops_app.devices import DISABLED as LOCAL_DISABLED
-from ops_app.devices import local_devices_enabled
+from ops_app.estate.devices import DISABLED as LOCAL_DISABLED
+from ops_app.estate.devices import local_devices_enabled
 from ops_app.models import Device
 
 log = logging.getLogger(__name__)

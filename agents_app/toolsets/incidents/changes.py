@@ -9,8 +9,8 @@ from __future__ import annotations
 from asgiref.sync import sync_to_async
 
 from agents_app.toolsets.contract import Describer, ToolContext, ToolError
-from ops_app import incidents
-from ops_app.change_events import Actor
+from ops_app.estate import incidents
+from ops_app.estate.change_events import Actor
 from ops_app.models import Incident
 
 

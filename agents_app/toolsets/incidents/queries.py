@@ -17,12 +17,12 @@ from django.db.models import Count, Q
 from agents_app.toolsets.contract import ToolContext, ToolError
 from agents_app.toolsets.incidents.manifest import INCIDENT_STATUSES, QUERY_ALERT_RULES, SEVERITIES
 from agents_app.toolsets.records import MAX_LIMIT, choice_of, limit_of, time_of
-from ops_app import datasources
-from ops_app.correlation import change_summary, correlate, incident_nodes
-from ops_app.datasources import Endpoint
+from ops_app.core.timeutil import iso
+from ops_app.estate.correlation import change_summary, correlate, incident_nodes
+from ops_app.estate.topology import node_summary
+from ops_app.integrations import datasources
+from ops_app.integrations.datasources import Endpoint
 from ops_app.models import Alert, AlertRule, ChangeEvent, Incident
-from ops_app.timeutil import iso
-from ops_app.topology import node_summary
 
 
 def incident_summary(incident: Incident) -> dict:

@@ -6,7 +6,7 @@ from asgiref.sync import sync_to_async
 
 from agents_app.toolsets.contract import ToolContext, ToolError
 from agents_app.toolsets.knowledge.manifest import FOLLOW_THRESHOLD
-from ops_app import knowledge
+from ops_app.knowledge import vault as knowledge
 
 
 async def query_knowledge(ctx: ToolContext, query: str, top_k: int = 5) -> dict:

@@ -17,7 +17,7 @@ from agents_app.toolsets.backends import (
 )
 from agents_app.toolsets.contract import ToolContext, ToolError
 from agents_app.toolsets.loki.manifest import MAX_LINE_CHARS, MAX_LOG_LINES, QUERY_LOGQL
-from ops_app.timeutil import iso
+from ops_app.core.timeutil import iso
 
 
 def _ns(value: dt.datetime) -> int:

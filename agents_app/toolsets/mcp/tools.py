@@ -15,8 +15,8 @@ from typing import Any
 
 from agents_app.toolsets.contract import Tool, ToolContext, ToolError
 from agents_app.toolsets.mcp.manifest import TOOL_PREFIX
-from ops_app import mcp_client
-from ops_app.mcp_servers import aenabled_tools
+from ops_app.integrations import mcp_client
+from ops_app.integrations.mcp_servers import aenabled_tools
 from ops_app.models import McpTool
 
 MAX_NAME = 64  # the function-name limit of OpenAI-compatible APIs

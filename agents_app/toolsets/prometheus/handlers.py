@@ -19,7 +19,7 @@ from agents_app.toolsets.backends import (
 )
 from agents_app.toolsets.contract import ToolContext, ToolError
 from agents_app.toolsets.prometheus.manifest import DEFAULT_POINTS, MAX_POINTS, QUERY_PROMQL
-from ops_app.timeutil import TimeParseError, iso, parse_duration
+from ops_app.core.timeutil import TimeParseError, iso, parse_duration
 
 
 def plan_range(start: dt.datetime, end: dt.datetime, step: str | None, max_points: int) -> float:

@@ -16,7 +16,7 @@ from agents_app.toolsets.backends import (
 )
 from agents_app.toolsets.contract import ToolContext, ToolError
 from agents_app.toolsets.tempo.manifest import MAX_TRACES, QUERY_TRACEQL
-from ops_app.timeutil import iso
+from ops_app.core.timeutil import iso
 
 MAX_SPANS = 100
 

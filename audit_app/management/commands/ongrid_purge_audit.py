@@ -5,7 +5,7 @@ from django.core.management.base import CommandError
 from django.utils.translation import gettext_lazy as _
 
 from audit_app import retention
-from ops_app.commands import LocalizedCommand
+from ops_app.core.commands import LocalizedCommand
 
 
 class Command(LocalizedCommand):

@@ -21,7 +21,7 @@ from evals_app import reports
 from evals_app.judge import judge_provider
 from evals_app.runner import RunOptions, RunResult, run_suite
 from evals_app.scenarios import SCENARIOS_DIR, ScenarioError, load_suite
-from ops_app.commands import LocalizedCommand
+from ops_app.core.commands import LocalizedCommand
 
 BAR_WIDTH = 24
 

@@ -9,7 +9,7 @@ import signal
 from django.utils.translation import gettext_lazy as _
 
 from im_app.outbound import run_all
-from ops_app.commands import LocalizedCommand
+from ops_app.core.commands import LocalizedCommand
 
 
 class Command(LocalizedCommand):

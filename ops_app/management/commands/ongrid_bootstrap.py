@@ -16,11 +16,13 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils.translation import gettext_lazy as _
 
-from ops_app import datasources, knowledge, roles
-from ops_app.commands import LocalizedCommand
-from ops_app.demo import load_demo_estate
+from ops_app.core.commands import LocalizedCommand
+from ops_app.estate.demo import load_demo_estate
+from ops_app.integrations import datasources
+from ops_app.knowledge import vault as knowledge
 from ops_app.models import AlertmanagerReceiver
-from ops_app.services import create_organization, set_membership
+from ops_app.tenancy import roles
+from ops_app.tenancy.accounts import create_organization, set_membership
 
 
 class Command(LocalizedCommand):

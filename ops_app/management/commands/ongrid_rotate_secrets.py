@@ -10,8 +10,8 @@ from cryptography.fernet import Fernet
 from django.core.management.base import CommandError
 from django.utils.translation import gettext_lazy as _
 
-from ops_app import encryption
-from ops_app.commands import LocalizedCommand
+from ops_app.core import encryption
+from ops_app.core.commands import LocalizedCommand
 
 
 class Command(LocalizedCommand):

@@ -6,7 +6,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
 from django.utils.translation import gettext_lazy as _
 
-from ops_app.commands import LocalizedCommand
+from ops_app.core.commands import LocalizedCommand
 from ops_app.models import ApiToken
 
 

@@ -15,7 +15,7 @@ from django.utils.translation import gettext_lazy as _
 from agents_app.api import get_runtime
 from chat_app import services
 from chat_app.models import ChatSession, SessionStatus
-from ops_app.commands import LocalizedCommand
+from ops_app.core.commands import LocalizedCommand
 
 
 class Command(LocalizedCommand):

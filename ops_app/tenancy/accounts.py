@@ -10,8 +10,8 @@ from django.contrib.auth.models import AbstractUser, Group
 from django.db import transaction
 from django.utils.text import slugify
 
-from ops_app import roles
 from ops_app.models import Membership, Organization
+from ops_app.tenancy import roles
 
 
 def create_organization(name: str, slug: str | None = None) -> Organization:

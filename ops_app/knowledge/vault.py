@@ -5,7 +5,7 @@ Writes go through `save_document` (store the text; a no-op when nothing changed)
 directories are mirrored by `sync_vault`. The Celery tasks in `ops_app.tasks` call these.
 
 Retrieval (`search`) asks the database's full-text engine for candidates (see
-`ops_app.knowledge_index`) and scores them here with one engine-independent formula:
+`ops_app.knowledge.fulltext`) and scores them here with one engine-independent formula:
 
     score = 0.55 × coverage(passage) + 0.20 × coverage(whole document) + 0.25 × coverage(title, heading)
 
@@ -31,7 +31,7 @@ from django.db import connection, transaction
 from pypdf import PdfReader, apply_configuration
 from pypdf.errors import LimitReachedError, PyPdfError
 
-from ops_app import knowledge_index
+from ops_app.knowledge import fulltext
 from ops_app.models import KnowledgeDocument, KnowledgePassage, Organization
 
 MAX_PASSAGE_CHARS = 1400
@@ -384,7 +384,7 @@ def search(organization_id: int, query: str, top_k: int = 5) -> list[Hit]:
     words = query_words(query)
     if not words:
         return []
-    ids = knowledge_index.candidates(connection, organization_id, words, CANDIDATE_LIMIT)
+    ids = fulltext.candidates(connection, organization_id, words, CANDIDATE_LIMIT)
     if not ids:
         return []
     rows = (

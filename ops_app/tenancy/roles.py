@@ -36,7 +36,7 @@ ROLE_GRANTS: dict[str, dict[str, tuple[str, ...]]] = {
         # The organization's chat apps (Slack, Telegram, Feishu bots) and linked senders.
         "im_app": ("view", "add", "change", "delete"),
         "schedules_app": ("view", "add", "change", "delete"),
-        # Users of their own organization only (ops_app.admin_tenancy scopes the rows and forms).
+        # Users of their own organization only (ops_app.admin.tenancy scopes the rows and forms).
         "auth": ("view", "add", "change", "delete"),
     },
 }

@@ -11,7 +11,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from ops_app.change_events import Actor
+from ops_app.estate.change_events import Actor
 from ops_app.models import ChangeEvent, Incident
 
 

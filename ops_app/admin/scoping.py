@@ -12,7 +12,8 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 
 from ops_app.models import Organization
-from ops_app.tenancy import TenantModel, organization_of, sees_all_tenants
+from ops_app.models.tenancy import TenantModel
+from ops_app.tenancy.scoping import organization_of, sees_all_tenants
 
 
 def visible_organizations(user):

@@ -1,4 +1,4 @@
-"""The tenancy models in the admin: organizations, memberships and users.
+"""The tenancy models in the admin: organizations, memberships, users and API tokens.
 
 Platform staff (superusers) see and edit everything, as Django's stock admin does. An org admin
 sees only their own organization, its memberships and its users (never platform staff), in the
@@ -18,13 +18,15 @@ from django.contrib.auth.admin import UserAdmin
 from django.contrib.auth.forms import AdminUserCreationForm, UserChangeForm
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
+from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
-from ops_app import roles
-from ops_app.admin_mixins import scoped_choices, visible_organizations, visible_users
-from ops_app.models import Membership, Organization
-from ops_app.services import set_membership
-from ops_app.tenancy import organization_of, sees_all_tenants
+from ops_app.admin.scoping import scoped_choices, visible_organizations, visible_users
+from ops_app.admin.token_page import token_issued_response
+from ops_app.models import ApiToken, Membership, Organization
+from ops_app.tenancy import roles
+from ops_app.tenancy.accounts import set_membership
+from ops_app.tenancy.scoping import organization_of, sees_all_tenants
 
 User = get_user_model()
 
@@ -185,3 +187,43 @@ class OngridUserAdmin(UserAdmin):
             obj.is_staff = role == roles.ORG_ADMIN  # the admin site is for org admins only
             super().save_model(request, obj, form, change)
             set_membership(obj, organization, role)
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    """API tokens: platform staff issue them for anyone, everyone else only for themselves."""
+
+    list_display = ("hint_shown", "user", "name", "created_at", "last_used_at")
+    search_fields = ("name", "user__username", "hint")
+    list_select_related = ("user",)
+    readonly_fields = ("hint_shown", "created_at", "last_used_at")
+
+    def get_queryset(self, request):
+        queryset = super().get_queryset(request)
+        return queryset if request.user.is_superuser else queryset.filter(user=request.user)
+
+    def get_fields(self, request, obj=None):
+        if obj is None:
+            return ["user", "name"] if request.user.is_superuser else ["name"]
+        return ["user", "name", "hint_shown", "created_at", "last_used_at"]
+
+    def get_readonly_fields(self, request, obj=None):
+        return [*self.readonly_fields, "user"] if obj is not None else self.readonly_fields
+
+    @admin.display(description=pgettext_lazy("API token column", "token"))
+    def hint_shown(self, obj: ApiToken) -> str:
+        return f"{obj.hint}…" if obj.hint else ""
+
+    def save_model(self, request, obj, form, change):
+        if not change:
+            if not request.user.is_superuser:
+                obj.user = request.user
+            obj.issue_token()
+        super().save_model(request, obj, form, change)
+
+    def response_add(self, request, obj, post_url_continue=None):
+        usage = [
+            gettext("It authenticates as %(user)s: send it as the header Authorization: Token <token>.")
+            % {"user": obj.user}
+        ]
+        return token_issued_response(self, request, obj, obj.token, usage)

@@ -49,7 +49,7 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
 class ApiTokenScheme(OpenApiAuthenticationExtension):
     """Describes the token header in the OpenAPI schema."""
 
-    target_class = "ops_app.authentication.ApiTokenAuthentication"
+    target_class = "ops_app.tenancy.authentication.ApiTokenAuthentication"
     name = "tokenAuth"
 
     def get_security_definition(self, auto_schema):

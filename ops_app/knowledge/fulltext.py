@@ -2,7 +2,7 @@
 
 Each engine only answers "which passages of this organization mention any of these words, best
 first" (candidates). The score the user sees is computed afterwards, in Python, by one formula
-for both engines (`ops_app.knowledge.rank`), which is what makes a threshold such as 0.6 mean the
+for both engines (`ops_app.knowledge.vault.rank`), which is what makes a threshold such as 0.6 mean the
 same thing on SQLite and on PostgreSQL.
 
 Migration 0004 creates the index structures from the DDL below; changing the DDL needs a new

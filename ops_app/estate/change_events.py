@@ -28,7 +28,7 @@ from django.db.models.signals import post_delete, post_save, pre_save
 from django.utils import timezone
 from django.utils.decorators import sync_and_async_middleware
 
-from ops_app.encryption import EncryptedTextField
+from ops_app.core.encryption import EncryptedTextField
 from ops_app.models import ChangeEvent
 
 log = logging.getLogger(__name__)

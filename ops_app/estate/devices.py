@@ -14,7 +14,7 @@ from django.core.exceptions import ValidationError
 from django.db.models.signals import pre_save
 
 from ops_app.models import Device
-from ops_app.tenancy import sees_all_tenants
+from ops_app.tenancy.scoping import sees_all_tenants
 
 DISABLED = (
     "Local devices (the Ongrid host itself) are disabled on this installation; "

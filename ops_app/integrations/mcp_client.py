@@ -31,7 +31,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import CONNECTION_CLOSED
 
-from ops_app.datasources import parse_headers
+from ops_app.integrations.datasources import parse_headers
 from ops_app.models import McpServer
 
 log = logging.getLogger(__name__)

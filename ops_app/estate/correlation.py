@@ -13,9 +13,9 @@ import datetime as dt
 
 from django.db.models import Q
 
+from ops_app.core.timeutil import iso
+from ops_app.estate.topology import expand, node_summary
 from ops_app.models import Alert, ChangeEvent, Incident, TopologyNode
-from ops_app.timeutil import iso
-from ops_app.topology import expand, node_summary
 
 WINDOW = dt.timedelta(minutes=30)
 NEIGHBOUR_DEPTH = 2

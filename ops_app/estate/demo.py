@@ -16,8 +16,8 @@ import datetime as dt
 from django.db import transaction
 from django.utils import timezone
 
-from ops_app.change_events import snapshot, suppressed
-from ops_app.devices import local_devices_enabled
+from ops_app.estate.change_events import snapshot, suppressed
+from ops_app.estate.devices import local_devices_enabled
 from ops_app.models import (
     Alert,
     AlertRule,

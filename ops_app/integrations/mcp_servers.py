@@ -10,7 +10,7 @@ from asgiref.sync import async_to_sync
 from django.db import transaction
 from django.utils import timezone
 
-from ops_app import mcp_client
+from ops_app.integrations import mcp_client
 from ops_app.models import McpServer, McpTool
 
 

@@ -1,0 +1,250 @@
+"""An organization's integration settings: telemetry data sources, LLM endpoints, MCP servers and
+the tools discovered on them. Every credential is encrypted at rest."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import RegexValidator
+from django.db import models
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+
+from ops_app.core.encryption import EncryptedTextField
+from ops_app.models.tenancy import TenantModel
+
+
+class DataSource(TenantModel):
+    """One telemetry back end of an organization (docs/integrations.md): a Prometheus, Loki, Tempo
+    or Alertmanager the agents' tools query. Several per kind are allowed; one per kind is the
+    default the tools use when the model names none. Credentials are encrypted at rest."""
+
+    class Kind(models.TextChoices):
+        PROMETHEUS = "prometheus", "Prometheus"
+        LOKI = "loki", "Loki"
+        TEMPO = "tempo", "Tempo"
+        ALERTMANAGER = "alertmanager", "Alertmanager"
+
+    class Auth(models.TextChoices):
+        NONE = "none", _("None")
+        BEARER = "bearer", _("Bearer token")
+        BASIC = "basic", _("Basic (user name and password)")
+        HEADERS = "headers", _("Custom headers")
+
+    name = models.SlugField(
+        verbose_name=_("name"),
+        max_length=60,
+        help_text=_("How agents name it (the tools' `datasource` argument), e.g. prod-eu."),
+    )
+    kind = models.CharField(verbose_name=_("kind"), max_length=20, choices=Kind.choices)
+    url = models.URLField(
+        verbose_name=_("URL"), max_length=500, help_text=_("Base URL, e.g. http://prometheus:9090")
+    )
+    auth = models.CharField(verbose_name=_("auth"), max_length=10, choices=Auth.choices, default=Auth.NONE)
+    username = models.CharField(
+        verbose_name=_("username"), max_length=200, blank=True, help_text=_("Basic authentication only.")
+    )
+    secret = EncryptedTextField(
+        verbose_name=_("secret"), blank=True, help_text=_("The bearer token or the basic-auth password.")
+    )
+    custom_headers = EncryptedTextField(
+        verbose_name=_("custom headers"),
+        blank=True,
+        help_text=_("Custom headers only: one `Name: value` per line (e.g. X-Scope-OrgID: team-a)."),
+    )
+    verify_tls = models.BooleanField(
+        verbose_name=_("verify TLS"), default=True, help_text=_("Check the server's TLS certificate.")
+    )
+    ca_bundle = models.TextField(
+        verbose_name=_("CA bundle"), blank=True, help_text=_("PEM certificates to trust (a private CA).")
+    )
+    timeout = models.FloatField(
+        verbose_name=_("timeout (seconds)"), default=10.0, help_text=_("Seconds per request.")
+    )
+    is_default = models.BooleanField(
+        verbose_name=_("default"), default=False, help_text=_("The one the tools use when none is named.")
+    )
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
+    updated_at = models.DateTimeField(verbose_name=_("updated at"), auto_now=True)
+
+    class Meta:
+        verbose_name = _("data source")
+        verbose_name_plural = _("data sources")
+        ordering = ["kind", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["organization", "name"], name="datasource_org_name_unique"),
+            models.UniqueConstraint(
+                fields=["organization", "kind"],
+                condition=models.Q(is_default=True),
+                name="datasource_one_default_per_kind",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.get_kind_display()})"
+
+    def clean(self) -> None:
+        if self.timeout is not None and not 0.5 <= self.timeout <= 300:
+            raise ValidationError({"timeout": _("Between 0.5 and 300 seconds.")})
+        if self.auth == self.Auth.BASIC and not self.username:
+            raise ValidationError({"username": _("Basic authentication needs a user name.")})
+
+
+class LLMEndpoint(TenantModel):
+    """An organization's own OpenAI-compatible model endpoint (OpenAI, Azure OpenAI, Ollama, vLLM, a
+    LiteLLM proxy...). The default one serves every agent of the organization; a persona's `model`
+    still overrides the model name. Without one, the deployment's environment is used."""
+
+    name = models.SlugField(
+        verbose_name=_("name"), max_length=60, help_text=_("Shown in the audit pages' usage per endpoint.")
+    )
+    base_url = models.URLField(
+        verbose_name=_("base URL"),
+        max_length=500,
+        blank=True,
+        help_text=_("e.g. http://ollama:11434/v1; blank for the OpenAI API."),
+    )
+    api_key = EncryptedTextField(
+        verbose_name=_("API key"), blank=True, help_text=_("Encrypted at rest, never shown again.")
+    )
+    default_model = models.CharField(
+        verbose_name=_("default model"),
+        max_length=200,
+        help_text=_("Used unless a persona names its own model."),
+    )
+    timeout = models.FloatField(
+        verbose_name=_("timeout (seconds)"), default=60.0, help_text=_("Seconds per request.")
+    )
+    max_retries = models.PositiveSmallIntegerField(
+        verbose_name=_("max. retries"), default=3, help_text=_("Retries of 429 / 5xx / broken connections.")
+    )
+    is_default = models.BooleanField(
+        verbose_name=_("default"), default=True, help_text=_("The endpoint the organization's agents use.")
+    )
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
+    updated_at = models.DateTimeField(verbose_name=_("updated at"), auto_now=True)
+
+    class Meta:
+        verbose_name = _("LLM endpoint")
+        verbose_name_plural = _("LLM endpoints")
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["organization", "name"], name="llmendpoint_org_name_unique"),
+            models.UniqueConstraint(
+                fields=["organization"], condition=models.Q(is_default=True), name="llmendpoint_one_default"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        if self.timeout is not None and not 1 <= self.timeout <= 600:
+            raise ValidationError({"timeout": _("Between 1 and 600 seconds.")})
+        if self.max_retries is not None and self.max_retries > 10:
+            raise ValidationError({"max_retries": _("At most 10.")})
+
+
+MCP_NAME = RegexValidator(r"^[a-z0-9][a-z0-9-]{0,39}$", _("Lower-case letters, digits and dashes (max 40)."))
+
+
+class McpServer(TenantModel):
+    """An MCP tool server an organization plugs in (docs/integrations.md). Its tools are discovered
+    on save and on demand, and reach the organization's agents as `mcp__<server>__<tool>`."""
+
+    class Transport(models.TextChoices):
+        STREAMABLE_HTTP = "streamable_http", _("Streamable HTTP")
+        SSE = "sse", _("SSE (older servers)")
+        STDIO = "stdio", _("stdio (a command on the Ongrid host; platform staff only)")
+
+    name = models.CharField(
+        verbose_name=_("name"),
+        max_length=40,
+        validators=[MCP_NAME],
+        help_text=_("The `<server>` of the tool names."),
+    )
+    transport = models.CharField(
+        verbose_name=_("transport"),
+        max_length=20,
+        choices=Transport.choices,
+        default=Transport.STREAMABLE_HTTP,
+    )
+    url = models.URLField(
+        verbose_name=_("URL"), max_length=500, blank=True, help_text=_("e.g. http://grafana-mcp:8000/mcp")
+    )
+    command = models.CharField(
+        verbose_name=_("command"),
+        max_length=500,
+        blank=True,
+        help_text=_("stdio only: the command line that starts the server."),
+    )
+    headers = EncryptedTextField(
+        verbose_name=_("headers"),
+        blank=True,
+        help_text=_("HTTP headers, one `Name: value` per line (e.g. Authorization: Bearer ...)."),
+    )
+    timeout = models.FloatField(
+        verbose_name=_("timeout (seconds)"), default=30.0, help_text=_("Seconds per tool call.")
+    )
+    enabled = models.BooleanField(verbose_name=_("enabled"), default=True)
+    discovered_at = models.DateTimeField(
+        verbose_name=_("discovered at"), null=True, blank=True, editable=False
+    )
+    discovery_error = models.TextField(verbose_name=_("discovery error"), blank=True, editable=False)
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
+    updated_at = models.DateTimeField(verbose_name=_("updated at"), auto_now=True)
+
+    class Meta:
+        verbose_name = _("MCP server")
+        verbose_name_plural = _("MCP servers")
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["organization", "name"], name="mcpserver_org_name_unique")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        if self.transport == self.Transport.STDIO:
+            if not settings.CONFIG.mcp_allow_stdio:
+                raise ValidationError(
+                    {"transport": _("stdio servers are disabled on this Ongrid (ONGRID_MCP_ALLOW_STDIO).")}
+                )
+            if not self.command.strip():
+                raise ValidationError({"command": _("A stdio server needs its command.")})
+        elif not self.url:
+            raise ValidationError({"url": _("This transport needs the server's URL.")})
+        if self.timeout is not None and not 1 <= self.timeout <= 600:
+            raise ValidationError({"timeout": _("Between 1 and 600 seconds.")})
+
+
+class McpTool(TenantModel):
+    """One tool an MCP server offers, as last discovered. Its class is the admin's decision: every
+    tool is a write (reviewed before it runs) until an admin marks it read."""
+
+    class ToolClass(models.TextChoices):
+        READ = "read", _("read")
+        WRITE = "write", _("write (reviewed before it runs)")
+
+    server = models.ForeignKey(
+        McpServer, verbose_name=_("server"), on_delete=models.CASCADE, related_name="tools"
+    )
+    name = models.CharField(verbose_name=_("name"), max_length=200, editable=False)
+    description = models.TextField(verbose_name=_("description"), blank=True, editable=False)
+    input_schema = models.JSONField(verbose_name=_("input schema"), default=dict, blank=True, editable=False)
+    tool_class = models.CharField(
+        verbose_name=_("tool class"), max_length=10, choices=ToolClass.choices, default=ToolClass.WRITE
+    )
+    discovered_at = models.DateTimeField(
+        verbose_name=_("discovered at"), default=timezone.now, editable=False
+    )
+
+    class Meta:
+        verbose_name = _("MCP tool")
+        verbose_name_plural = _("MCP tools")
+        ordering = ["server", "name"]
+        constraints = [models.UniqueConstraint(fields=["server", "name"], name="mcptool_server_name_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.server.name}/{self.name}"
