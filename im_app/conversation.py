@@ -25,7 +25,7 @@ from django.urls import reverse
 from django.utils import translation
 from django.utils.translation import gettext as _
 
-from agents_app.api import ProposalClosed, astart_turn, describe_proposal, get_runtime, may_sign, sign
+from agents_app.api import ProposalClosed, astart_turn, describe_proposal, events, get_runtime, may_sign, sign
 from agents_app.models import MutatingProposal
 from chat_app import services
 from chat_app.groups import session_group
@@ -152,17 +152,16 @@ async def relay(thread: Thread, session: ChatSession, text: str) -> None:
         editor = ThrottledEditor(thread, ref, buttons=stop)
         progress = Progress()
         cards: dict[int, object] = {}
-        ended: dict = {}
+        ended = events.TurnEnded(session.pk)  # what a relay that gave up shows
         async with asyncio.timeout(TURN_LIMIT):
             while True:
-                event = (await layer.receive(channel)).get("event") or {}
-                kind = event.get("event")
-                if kind == "turn.ended" and event.get("session") == session.pk:
+                event = events.parse((await layer.receive(channel)).get("event") or {})
+                if isinstance(event, events.TurnEnded) and event.session == session.pk:
                     ended = event
                     break
-                if kind in ("proposal.pending", "proposal.decided"):
-                    await _show_card(thread, cards, event.get("proposal") or {})
-                elif progress.take(event):
+                if isinstance(event, events.ProposalPending | events.ProposalDecided):
+                    await _show_card(thread, cards, event.proposal)
+                elif event is not None and progress.take(event):
                     editor.update(thread.progress(progress.lines, progress.streamed))
         await editor.finish(_final(thread, session.pk, ended))
     except TimeoutError:
@@ -171,12 +170,12 @@ async def relay(thread: Thread, session: ChatSession, text: str) -> None:
         await layer.group_discard(group, channel)
 
 
-def _final(thread: Thread, session_id: int, ended: dict) -> list[str]:
-    text = ended.get("text") or ""
-    if ended.get("stopped"):
-        text = f"{text}\n\n⏹ {for_viewer(ended['stopped'])}".strip()  # the runtime's English, translated
-    elif ended.get("status") != "completed":
-        problem = ended.get("error") or _("The turn ended without an answer.")
+def _final(thread: Thread, session_id: int, ended: events.TurnEnded) -> list[str]:
+    text = ended.text
+    if ended.stopped:
+        text = f"{text}\n\n⏹ {for_viewer(ended.stopped)}".strip()  # the runtime's English, translated
+    elif ended.status != "completed":
+        problem = ended.error or _("The turn ended without an answer.")
         text = f"{text}\n\n⚠️ {problem}".strip()
     return thread.final(text or _("(no answer)"), links_for(session_id))
 

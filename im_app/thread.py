@@ -17,6 +17,7 @@ from typing import Protocol
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from agents_app.api import events
 from chat_app.models import SessionStatus
 from im_app.formatting import split_rendered
 from im_app.markup import Emitter, render
@@ -149,23 +150,23 @@ class Progress:
         self.streamed = ""
         self.workers: dict[int, str] = {}
 
-    def take(self, event: dict) -> bool:
-        kind = event.get("event")
-        if kind == "text.delta" and not event.get("worker"):
-            self.streamed += event.get("text", "")
-        elif kind == "note":
-            self._line(f"💬 {event.get('text', '')}")
-        elif kind == "worker.started":
-            self.workers[event.get("session")] = event.get("persona") or _("worker")
-            self._line(f"▶ {event.get('persona')}: {event.get('description', '')}")
-        elif kind == "worker.ended":
-            persona = self.workers.get(event.get("session")) or _("worker")
-            status = event.get("status") or ""
-            self._line(f"{'✓' if status == 'completed' else '✗'} {persona} {status_word(status)}")
-        elif kind == "tool.started" and not event.get("worker"):
-            self._line(f"· {event.get('name')}…")
-        else:
-            return False
+    def take(self, event: events.RuntimeEvent) -> bool:
+        match event:
+            case events.TextDelta(worker=False):
+                self.streamed += event.text
+            case events.Note():
+                self._line(f"💬 {event.text}")
+            case events.WorkerStarted():
+                self.workers[event.session] = event.persona or _("worker")
+                self._line(f"▶ {event.persona}: {event.description}")
+            case events.WorkerEnded():
+                persona = self.workers.get(event.session) or _("worker")
+                status = event.status
+                self._line(f"{'✓' if status == 'completed' else '✗'} {persona} {status_word(status)}")
+            case events.ToolStarted(worker=False):
+                self._line(f"· {event.tool}…")
+            case _:
+                return False
         return True
 
     def _line(self, line: str) -> None:

@@ -18,7 +18,7 @@ from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 
-from agents_app.api import SUBMIT_REPORT, Tool, ToolContext, ToolError, get_runtime, run_in_background
+from agents_app.api import SUBMIT_REPORT, Tool, ToolContext, ToolError, events, get_runtime, run_in_background
 from incidents_app import investigations, notify
 from incidents_app.models import Investigation
 from incidents_app.report import REPORT_SCHEMA, check_report
@@ -139,9 +139,9 @@ async def _run(investigation: Investigation, incident: Incident) -> Investigatio
         {"event": "investigation.started", "investigation": investigation.pk, "session": session.pk},
     )
 
-    async def forward(event: dict) -> None:
-        if event.get("event") in ("tool.started", "tool.ended"):
-            await publish(incident.pk, {**event, "investigation": investigation.pk})
+    async def forward(event: events.RuntimeEvent) -> None:
+        if isinstance(event, events.ToolStarted | events.ToolEnded):
+            await publish(incident.pk, {**event.to_message(), "investigation": investigation.pk})
 
     box = ReportBox(incident, session.pk)
     result = await get_runtime().run_turn(

@@ -36,6 +36,7 @@ from agents_app.gate import proposals
 from agents_app.models import MutatingProposal, RequestedCall
 from agents_app.personas.registry import aget_registry
 from agents_app.personas.schema import COORDINATOR, REVIEWER
+from agents_app.runtime import events
 from agents_app.runtime.publishing import Publisher
 from agents_app.tools.invoke import GateDecision
 from agents_app.tools.toolbag import build_toolbag
@@ -123,7 +124,7 @@ class ReviewGate:
         proposal = await proposals.arecord_review(proposal.pk, bool(verdict.approved), verdict.reason)
         if proposal.decision == MutatingProposal.Decision.REJECT:
             if proposal.requires_human:
-                await _publish(publisher, "proposal.decided", proposal)
+                await _publish(publisher, events.ProposalDecided, proposal)
             return GateDecision(False, f"rejected by reviewer: {proposal.decision_reason}")
         if proposal.requires_human:
             proposal = await _wait_for_human(proposal, publisher)
@@ -138,7 +139,7 @@ async def _reject_stopped(proposal_id: int, session_id: int, publisher) -> None:
         try:
             proposal = await MutatingProposal.objects.aget(pk=proposal_id)
             if proposal.requires_human:
-                await _publish(publisher, "proposal.decided", proposal)
+                await _publish(publisher, events.ProposalDecided, proposal)
         except Exception:  # noqa: BLE001 - the rejection is stored; the card catches up on reload
             log.exception("could not publish the rejection of proposal %s", proposal_id)
 
@@ -217,9 +218,9 @@ async def _ask_reviewer(
 ) -> Verdict:
     """Spawn the reviewer under its own timeout; every way it can fail is a rejection with a reason."""
 
-    async def attach(event: dict) -> None:
-        if event.get("event") == "worker.started" and event.get("persona") == REVIEWER:
-            await proposals.aattach_reviewer(proposal.pk, event["session"])
+    async def attach(event: events.RuntimeEvent) -> None:
+        if isinstance(event, events.WorkerStarted) and event.persona == REVIEWER:
+            await proposals.aattach_reviewer(proposal.pk, event.session)
 
     publisher.listeners.append(attach)
     prompt = await sync_to_async(reviewer_prompt)(proposal)
@@ -311,24 +312,19 @@ def _mentions(target: str) -> dict | None:
 
 
 async def _wait_for_human(proposal: MutatingProposal, publisher) -> MutatingProposal:
-    await _publish(publisher, "proposal.pending", proposal)
+    await _publish(publisher, events.ProposalPending, proposal)
 
     async def stopped() -> bool:
         return await services.astop_requested(proposal.session_id)
 
     decided = await proposals.wait_for_human(proposal.pk, settings.CONFIG.approval_timeout, stopped)
-    await _publish(publisher, "proposal.decided", decided)
+    await _publish(publisher, events.ProposalDecided, decided)
     return decided
 
 
-async def _publish(publisher, kind: str, proposal: MutatingProposal) -> None:
-    await publisher.publish(
-        {
-            "event": kind,
-            "session": proposal.session_id,
-            "proposal": await sync_to_async(proposals.describe_proposal)(proposal),
-        }
-    )
+async def _publish(publisher, kind: type[events.RuntimeEvent], proposal: MutatingProposal) -> None:
+    card = await sync_to_async(proposals.describe_proposal)(proposal)
+    await publisher.publish(kind(proposal.session_id, proposal=card))
 
 
 async def _stamp(proposal_id: int, status: str) -> None:

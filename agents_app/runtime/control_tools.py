@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Protocol
 
-from agents_app.runtime import dedupe
+from agents_app.runtime import dedupe, events
 from agents_app.runtime.publishing import Publisher
 from agents_app.toolsets.contract import Tool, ToolContext, ToolError, ToolResult
 from agents_app.toolsets.control.manifest import AGENT_TOOL, SEND_MESSAGE, TASK_STOP
@@ -84,9 +84,7 @@ def send_message_tool(session: ChatSession, publisher: Publisher) -> Tool:
         note = await services.aappend_message(
             session.pk, MessageRole.ASSISTANT, message, kind=MessageKind.NOTE
         )
-        await publisher.publish(
-            {"event": "note", "session": session.pk, "text": message, "message_id": note.pk}
-        )
+        await publisher.publish(events.Note(session.pk, text=message, message_id=note.pk))
         return "Delivered to the user. Continue the turn."
 
     return Tool.from_spec(SEND_MESSAGE, handler)

@@ -24,7 +24,7 @@ from agents_app.models import RequestedCall
 from agents_app.personas.catalog import agent_catalog
 from agents_app.personas.registry import aget_registry, get_skill_registry
 from agents_app.personas.schema import COORDINATOR, REPORTER, REVIEWER, Persona
-from agents_app.runtime import control_tools
+from agents_app.runtime import control_tools, events
 from agents_app.runtime.publishing import KernelSink, Listener, Publisher
 from agents_app.runtime.reply_language import areply_language, brief_line, reminder_line
 from agents_app.tools.binding import organization_tools
@@ -82,12 +82,9 @@ class Runtime:
             .afirst()
         )
         await publisher.publish(
-            {
-                "event": "turn.started",
-                "session": session.pk,
-                "message_id": asked.pk if asked else None,
-                "user_text": asked.content if asked else "",
-            }
+            events.TurnStarted(
+                session.pk, message_id=asked.pk if asked else None, user_text=asked.content if asked else ""
+            )
         )
         result: AgentResult | None = None
         error = ""
@@ -220,15 +217,9 @@ class Runtime:
             usage=result.usage if result is not None else None,
         )
         await publisher.publish(
-            {
-                "event": "turn.ended",
-                "session": session.pk,
-                "status": status,
-                "text": text,
-                "error": error,
-                "stopped": note,
-                "message_id": message_id,
-            }
+            events.TurnEnded(
+                session.pk, status=status, text=text, error=error, stopped=note, message_id=message_id
+            )
         )
 
     # ---- workers -----------------------------------------------------------------------------
@@ -290,15 +281,13 @@ class Runtime:
         drive = drive or self._drive_worker
         worker = await services.aopen_worker_session(parent, persona.name, description, prompt, tool_call_id)
         await publisher.publish(
-            {
-                "event": "worker.started",
-                "session": worker.pk,
-                "parent": parent.pk,
-                "persona": persona.name,
-                "description": description,
-                "status": "pending",
-                "call_id": tool_call_id,
-            }
+            events.WorkerStarted(
+                worker.pk,
+                parent=parent.pk,
+                persona=persona.name,
+                description=description,
+                call_id=tool_call_id,
+            )
         )
         token = self._register(worker.pk, publisher.root_session_id)
         outcome = WorkerOutcome(worker.pk, SessionStatus.FAILED, "", "The worker ended unexpectedly.")
@@ -310,7 +299,7 @@ class Runtime:
                 tools = build_toolbag(persona, available, coordinator=False)
             provider = await aget_provider(persona.model, worker.organization_id)
             await services.amark_running(worker.pk)
-            await publisher.publish({"event": "worker.status", "session": worker.pk, "status": "running"})
+            await publisher.publish(events.WorkerStatus(worker.pk, status=SessionStatus.RUNNING))
             outcome = await drive(worker, persona, prompt, publisher, token, tools, provider)
         except asyncio.CancelledError:  # the coordinator's own stop cancelled the dispatch
             reason = token.reason or self._stop_reason_of(publisher.root_session_id) or "Cancelled."
@@ -323,13 +312,7 @@ class Runtime:
             self._forget(worker.pk)
             await services.aclose_session(worker.pk, outcome.status, result=outcome.text, error=outcome.error)
             await publisher.publish(
-                {
-                    "event": "worker.ended",
-                    "session": worker.pk,
-                    "status": outcome.status,
-                    "result": outcome.text,
-                    "error": outcome.error,
-                }
+                events.WorkerEnded(worker.pk, status=outcome.status, result=outcome.text, error=outcome.error)
             )
         return outcome
 

@@ -179,4 +179,3 @@ def parse(message: dict) -> RuntimeEvent | None:
         return None
     known = {f.name: f.metadata.get("wire", f.name) for f in fields(cls)}
     return cls(**{attr: message[wire] for attr, wire in known.items() if wire in message})
-

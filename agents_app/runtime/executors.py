@@ -18,6 +18,7 @@ from asgiref.sync import async_to_sync, sync_to_async
 from django.conf import settings
 from django.db import close_old_connections
 
+from agents_app.runtime import events
 from agents_app.runtime.core import get_runtime
 from agents_app.runtime.publishing import Publisher
 from agents_app.runtime.tasks import run_turn_task
@@ -144,6 +145,6 @@ async def _queue_turn(session_id: int, queued_by: str) -> None:
 async def _announce_queued(session_id: int) -> None:
     """Tell the chat its turn waits; cosmetic, so a failure is logged and the turn still goes on."""
     try:
-        await Publisher(session_id).publish({"event": "turn.queued", "session": session_id})
+        await Publisher(session_id).publish(events.TurnQueued(session_id))
     except Exception:  # noqa: BLE001
         log.exception("could not announce the queued turn of session %s", session_id)

@@ -1,26 +1,22 @@
 """Where a turn's events go: every open websocket of the root session (through the channel-layer
 group, so any process's sockets get them) and any local listener (the review gate, IM bridges,
-tests). The kernel's own events are adapted here into the runtime's event names."""
+tests). The kernel's own events are adapted here into the runtime's (`agents_app/runtime/events.py`)."""
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass, field, is_dataclass
-from typing import Any
+from dataclasses import dataclass, field
 
 from channels.layers import get_channel_layer
 
+from agents_app.kernel import events as kernel
+from agents_app.runtime import events
 from chat_app.groups import session_group
 
 log = logging.getLogger(__name__)
 
-Listener = Callable[[dict], Awaitable[None]]
-
-
-def _jsonable(value: Any) -> Any:
-    return json.loads(json.dumps(value, default=str))
+Listener = Callable[[events.RuntimeEvent], Awaitable[None]]
 
 
 @dataclass
@@ -30,16 +26,15 @@ class Publisher:
     root_session_id: int
     listeners: list[Listener] = field(default_factory=list)
 
-    async def publish(self, event: dict) -> None:
-        event = _jsonable(event)
+    async def publish(self, event: events.RuntimeEvent) -> None:
         layer = get_channel_layer()
         if layer is not None:
             try:
                 await layer.group_send(
-                    session_group(self.root_session_id), {"type": "turn.event", "event": event}
+                    session_group(self.root_session_id), {"type": "turn.event", "event": event.to_message()}
                 )
             except Exception:  # noqa: BLE001 - a broken layer must not kill the turn
-                log.exception("could not publish %s", event.get("event"))
+                log.exception("could not publish %s", event.name)
         for listener in self.listeners:
             await listener(event)
 
@@ -52,18 +47,31 @@ class KernelSink:
     session_id: int
     is_worker: bool
 
-    async def emit(self, event: Any) -> None:
-        kind = type(event).__name__
-        data = asdict(event) if is_dataclass(event) else dict(event)
-        if self.is_worker and kind == "TextDelta":
+    async def emit(self, event: kernel.AgentEvent) -> None:
+        if self.is_worker and isinstance(event, kernel.TextDelta):
             return  # the user never sees a worker's raw transcript (docs/chat.md)
-        names = {
-            "TextDelta": "text.delta",
-            "ToolStart": "tool.started",
-            "ToolEnd": "tool.ended",
-            "Final": "agent.final",
-            "Error": "agent.error",
-        }
-        await self.publisher.publish(
-            {"event": names.get(kind, kind), "session": self.session_id, "worker": self.is_worker, **data}
-        )
+        await self.publisher.publish(self.adapt(event))
+
+    def adapt(self, event: kernel.AgentEvent) -> events.RuntimeEvent:
+        about = {"session": self.session_id, "worker": self.is_worker}
+        match event:
+            case kernel.TextDelta(text=text):
+                return events.TextDelta(**about, text=text)
+            case kernel.ToolStart():
+                return events.ToolStarted(
+                    **about, call_id=event.call_id, tool=event.name, arguments_raw=event.arguments_raw
+                )
+            case kernel.ToolEnd():
+                return events.ToolEnded(
+                    **about,
+                    call_id=event.call_id,
+                    tool=event.name,
+                    status=event.status,
+                    content=event.content,
+                    duration_ms=event.duration_ms,
+                )
+            case kernel.Final(text=text):
+                return events.AgentFinal(**about, text=text)
+            case kernel.Error(message=message):
+                return events.AgentError(**about, message=message)
+        raise TypeError(f"not a kernel event: {event!r}")

@@ -9,7 +9,7 @@ import threading
 import pytest
 from asgiref.sync import sync_to_async
 
-from agents_app.runtime import dedupe
+from agents_app.runtime import dedupe, events
 from agents_app.runtime.control_tools import task_stop_tool
 from agents_app.runtime.core import Runtime
 from agents_app.toolsets.contract import ToolContext
@@ -171,7 +171,7 @@ def running_signal() -> tuple[asyncio.Event, list]:
     running = asyncio.Event()
 
     async def listen(event):
-        if event["event"] == "worker.status" and event["status"] == "running":
+        if isinstance(event, events.WorkerStatus) and event.status == "running":
             running.set()
 
     return running, [listen]
@@ -253,10 +253,10 @@ async def test_llm_failure_ends_the_turn_with_an_error_message_and_the_chat_stay
 
 
 async def test_sendmessage_is_persisted_as_a_note_and_published_before_the_turn_ends(chat, agents_llm):
-    events = []
+    seen = []
 
     async def listen(event):
-        events.append(event["event"])
+        seen.append(event.name)
 
     agents_llm.add(
         "default",
@@ -264,7 +264,7 @@ async def test_sendmessage_is_persisted_as_a_note_and_published_before_the_turn_
         text("All done."),
     )
     await ask(chat, "hi", listeners=[listen])
-    assert events.index("note") < events.index("turn.ended")
+    assert seen.index("note") < seen.index("turn.ended")
     note = await ChatMessage.objects.aget(session=chat, kind="note")
     assert note.content == "Dispatching specialist-disk, one moment."
     history = await services.ahistory(chat.pk)

@@ -12,7 +12,7 @@ from django.template.loader import render_to_string
 from django.utils import timezone, translation
 from django.utils.translation import gettext
 
-from agents_app.api import astart_turn
+from agents_app.api import astart_turn, events
 from audit_app.queries import can_audit
 from chat_app.groups import session_group, user_group
 from chat_app.models import MAX_MESSAGE_CHARS, ChatSession, SessionStatus
@@ -171,68 +171,67 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self.send(text_data=await self._localized(lambda: fragments.error_bubble(gettext(refusal))))
 
     async def turn_event(self, message: dict) -> None:
-        event = message["event"]
-        kind = event.get("event")
-        if kind == "text.delta":
-            if not event.get("worker") and self.turn is not None:
-                self._queue_text(event.get("text", ""))
+        event = events.parse(message["event"])
+        if isinstance(event, events.TextDelta):
+            if not event.worker and self.turn is not None:
+                self._queue_text(event.text)
             return
         await self._flush()  # text streamed so far goes out before whatever comes next
-        html = await self._localized(self._render, kind, event)
+        html = await self._localized(self._render, event) if event is not None else ""
         if html:
             await self.send(text_data=html)
 
-    def _render(self, kind: str, event: dict) -> str:
-        worker = event.get("worker", False)
-        if kind == "turn.started":
-            self.turn = event.get("message_id") or 0
+    def _render(self, event: events.RuntimeEvent) -> str:
+        if isinstance(event, events.TurnStarted):
+            self.turn = event.message_id or 0
             title = ChatSession.objects.filter(pk=self.chat.pk).values_list("title", flat=True).first()
-            return fragments.turn_started(self.turn, event.get("user_text", ""), self.chat.pk, title or "")
-        if kind == "turn.queued":
+            return fragments.turn_started(self.turn, event.user_text, self.chat.pk, title or "")
+        if isinstance(event, events.TurnQueued):
             return fragments.turn_queued() if self.turn is None else ""
         if self.turn is None:
             return ""
-        if kind == "tool.started":
-            if worker:
-                tile = self.tiles.get(event["session"])
+        match event:
+            case events.ToolStarted(worker=True):
+                tile = self.tiles.get(event.session)
                 if tile is None:
-                    return fragments.worker_activity(event["session"], f"{event.get('name')}…")
+                    return fragments.worker_activity(event.session, f"{event.tool}…")
                 return fragments.worker_tool_started(tile, event, self.chat.pk)
-            return fragments.tool_started(self.turn, event)
-        if kind == "tool.ended":
-            if worker:
-                tile = self.tiles.get(event["session"])
+            case events.ToolStarted():
+                return fragments.tool_started(self.turn, event)
+            case events.ToolEnded(worker=True):
+                tile = self.tiles.get(event.session)
                 return fragments.worker_tool_ended(tile, event, self.audit) if tile else ""
-            return fragments.tool_ended(self.turn, event, self.audit)
-        if kind == "note":
-            return fragments.note(self.turn, event.get("text", ""))
-        if kind == "worker.started":
-            tile = fragments.tile_context(
-                {**event, "started": timezone.now().isoformat()}, self.links, self.audit, self.viewer
-            )
-            self.tiles[tile["id"]] = tile
-            return fragments.worker_started(self.turn, event, self.chat.pk, tile)
-        if kind in ("worker.status", "worker.ended"):
-            return self._tile_update(event)
-        if kind in ("proposal.pending", "proposal.decided"):
-            return fragments.proposal_event(self.turn, kind, event.get("proposal") or {})
-        if kind == "turn.ended":
-            html = fragments.turn_ended(
-                self.turn, event, self.chat.pk, self.links, tuple(self.tiles.values()), self.viewer
-            )
-            self.turn = None
-            self.tiles = {}
-            return html
+            case events.ToolEnded():
+                return fragments.tool_ended(self.turn, event, self.audit)
+            case events.Note():
+                return fragments.note(self.turn, event.text)
+            case events.WorkerStarted():
+                started = timezone.now().isoformat()
+                tile = fragments.tile_context(event, self.links, self.audit, self.viewer, started=started)
+                self.tiles[tile["id"]] = tile
+                return fragments.worker_started(self.turn, event, self.chat.pk, tile)
+            case events.WorkerStatus() | events.WorkerEnded():
+                return self._tile_update(event)
+            case events.ProposalPending() | events.ProposalDecided():
+                return fragments.proposal_event(self.turn, event)
+            case events.TurnEnded():
+                html = fragments.turn_ended(
+                    self.turn, event, self.chat.pk, self.links, tuple(self.tiles.values()), self.viewer
+                )
+                self.turn = None
+                self.tiles = {}
+                return html
         return ""
 
-    def _tile_update(self, event: dict) -> str:
-        tile = self.tiles.get(event["session"])
+    def _tile_update(self, event: events.WorkerStatus | events.WorkerEnded) -> str:
+        tile = self.tiles.get(event.session)
         if tile is None:
             return ""
-        tile["status"] = event.get("status", tile["status"])
-        if event.get("result"):
-            tile["result"] = fragments.render_answer(event["result"], self.links)
-        error = event.get("error", "") or tile.get("error", "")
+        tile["status"] = event.status or tile["status"]
+        result = getattr(event, "result", "")
+        if result:
+            tile["result"] = fragments.render_answer(result, self.links)
+        error = getattr(event, "error", "") or tile.get("error", "")
         tile["stopped"] = fragments.stopped_label(tile["status"], error, self.viewer)
         tile["error"] = "" if tile["stopped"] else error
         return fragments.worker_changed(tile, self.chat.pk)

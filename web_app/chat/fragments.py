@@ -16,7 +16,7 @@ from django.utils import timezone
 from django.utils.html import escape
 from django.utils.translation import gettext_lazy as _
 
-from agents_app.api import control_tools
+from agents_app.api import control_tools, events
 from chat_app.stops import for_viewer
 from web_app.charts import chart_for_tool
 from web_app.rendering import EstateLinks, render_answer, render_markdown  # noqa: F401 - used by the consumer
@@ -128,42 +128,42 @@ def text_delta(turn: int, text: str) -> str:
     return f'<span hx-swap-oob="beforeend:#stream-{turn}">{escape(text)}</span>'
 
 
-def tool_started(turn: int, event: dict, audit: bool = False) -> str:
-    if event.get("name") in CONTROL_TOOLS:
+def tool_started(turn: int, event: events.ToolStarted, audit: bool = False) -> str:
+    if event.tool in CONTROL_TOOLS:
         return ""
-    chip = chip_context(event["call_id"], event["name"], event.get("arguments_raw", ""))
+    chip = chip_context(event.call_id, event.tool, event.arguments_raw)
     return _oob("_chip_new.html", turn=turn, chip=chip)
 
 
-def _finished_chip(event: dict, audit: bool = False) -> dict:
+def _finished_chip(event: events.ToolEnded, audit: bool = False) -> dict:
     return chip_context(
-        event["call_id"],
-        event["name"],
-        event.get("arguments_raw", ""),
-        event.get("status", "ok"),
-        event.get("content", ""),
-        event.get("duration_ms"),
-        call_audit_url(event["session"], event["call_id"]) if audit and event.get("session") else "",
+        event.call_id,
+        event.tool,
+        "",
+        event.status or "ok",
+        event.content,
+        event.duration_ms,
+        call_audit_url(event.session, event.call_id) if audit and event.session else "",
     )
 
 
-def tool_ended(turn: int, event: dict, audit: bool = False) -> str:
-    if event.get("name") in CONTROL_TOOLS:
+def tool_ended(turn: int, event: events.ToolEnded, audit: bool = False) -> str:
+    if event.tool in CONTROL_TOOLS:
         return control_outcome(turn, event, audit)
     return _oob("_chip.html", chip=_finished_chip(event, audit), oob=True)
 
 
-def control_outcome(turn: int, event: dict, audit: bool = False) -> str:
+def control_outcome(turn: int, event: events.ToolEnded, audit: bool = False) -> str:
     """A control tool gets no chip, except when it did not do its job: a deduped or refused
     dispatch is shown plainly rather than silently."""
-    if event.get("status") in ("ok", "killed"):
+    if event.status in ("ok", "killed"):
         return ""
     return _oob("_chip_new.html", turn=turn, chip=_finished_chip(event, audit))
 
 
-def worker_tool_started(tile: dict, event: dict, chat_session_id: int) -> str:
+def worker_tool_started(tile: dict, event: events.ToolStarted, chat_session_id: int) -> str:
     """A worker began a tool call: a running line is appended to its tile's tool list."""
-    line = tool_line(event["call_id"], event.get("name", ""), event.get("arguments_raw", ""))
+    line = tool_line(event.call_id, event.tool, event.arguments_raw)
     line["index"] = len(tile["tools"])
     tile["tools"].append(line)
     tile["activity"] = f"{line['name']}…"
@@ -175,18 +175,18 @@ def worker_tool_started(tile: dict, event: dict, chat_session_id: int) -> str:
     )
 
 
-def worker_tool_ended(tile: dict, event: dict, audit: bool = False) -> str:
+def worker_tool_ended(tile: dict, event: events.ToolEnded, audit: bool = False) -> str:
     """The matching running line (the newest one with that call id) gets its status and duration."""
     line = next(
-        (t for t in reversed(tile["tools"]) if t["call_id"] == event["call_id"] and t["status"] == "running"),
+        (t for t in reversed(tile["tools"]) if t["call_id"] == event.call_id and t["status"] == "running"),
         None,
     )
     if line is None:
         return ""
-    line["status"] = event.get("status", "ok")
-    line["duration_ms"] = event.get("duration_ms")
+    line["status"] = event.status or "ok"
+    line["duration_ms"] = event.duration_ms
     if audit:
-        line["audit_url"] = call_audit_url(tile["id"], event["call_id"])
+        line["audit_url"] = call_audit_url(tile["id"], event.call_id)
     return render_to_string("chat/_tile_tool.html", {"tool": line, "tile": tile, "oob": True})
 
 
@@ -202,31 +202,36 @@ def stopped_label(status: str, error: str, viewer: str = "") -> str:
 
 
 def tile_context(
-    event: dict, links: EstateLinks | None = None, audit: bool = False, viewer: str = ""
+    worker: events.WorkerStarted,
+    links: EstateLinks | None = None,
+    audit: bool = False,
+    viewer: str = "",
+    started: str = "",
 ) -> dict:
-    """A worker's tile. `answered`: the coordinator has replied, so the worker's full result is
-    folded away (the reply is the answer; the result stays one click away)."""
-    status = event.get("status", "pending")
-    stopped = stopped_label(status, event.get("error", ""), viewer)
+    """A new worker's tile, as the socket keeps it up to date (status, result, tools). `answered`:
+    the coordinator has replied, so the worker's full result is folded away (the reply is the
+    answer; the result stays one click away)."""
     return {
-        "id": event["session"],
-        "persona": event.get("persona", ""),
-        "description": event.get("description", ""),
-        "status": status,
-        "result": render_answer(event["result"], links) if event.get("result") else "",
-        "error": "" if stopped else event.get("error", ""),
-        "stopped": stopped,
-        "activity": event.get("activity", ""),
-        "started": event.get("started", ""),
-        "tools": list(event.get("tools", [])),
-        "answered": bool(event.get("answered", False)),
-        "audit_url": reverse("audit-session", args=[event["session"]]) + f"#session-{event['session']}"
+        "id": worker.session,
+        "persona": worker.persona,
+        "description": worker.description,
+        "status": worker.status or "pending",
+        "result": "",
+        "error": "",
+        "stopped": stopped_label(worker.status, "", viewer),
+        "activity": "",
+        "started": started,
+        "tools": [],
+        "answered": False,
+        "audit_url": reverse("audit-session", args=[worker.session]) + f"#session-{worker.session}"
         if audit
         else "",
     }
 
 
-def worker_started(turn: int, event: dict, chat_session_id: int, tile: dict | None = None) -> str:
+def worker_started(
+    turn: int, event: events.WorkerStarted, chat_session_id: int, tile: dict | None = None
+) -> str:
     """A new tile in the turn (`tile` when the caller already built it with its links)."""
     return _oob(
         "_tile_new.html", turn=turn, tile=tile or tile_context(event), chat_session_id=chat_session_id
@@ -245,7 +250,7 @@ def worker_activity(worker_id: int, text: str) -> str:
 
 def turn_ended(
     turn: int,
-    event: dict,
+    event: events.TurnEnded,
     chat_session_id: int,
     links: EstateLinks | None = None,
     tiles: tuple = (),
@@ -253,8 +258,8 @@ def turn_ended(
 ) -> str:
     """The answer (or the error with Retry, or a neutral "Stopped by you") replaces the stream; the
     turn's tiles fold their results."""
-    answer = render_answer(event["text"], links) if event.get("text") else ""
-    stopped = for_viewer(event.get("stopped", ""), viewer)
+    answer = render_answer(event.text, links) if event.text else ""
+    stopped = for_viewer(event.stopped, viewer)
     folded = ""
     for tile in tiles:
         tile["answered"] = True
@@ -264,7 +269,7 @@ def turn_ended(
         turn=turn,
         answer=answer,
         stopped=stopped,
-        error="" if stopped else event.get("error", ""),
+        error="" if stopped else event.error,
         chat_session_id=chat_session_id,
     )
 
@@ -285,8 +290,8 @@ def proposal_card(card: dict, oob: bool = False) -> str:
     return _oob("_proposal.html", p=card, oob=oob)
 
 
-def proposal_event(turn: int, kind: str, card: dict) -> str:
-    """`proposal.pending` appends the card to the turn; `proposal.decided` redraws it in place."""
-    if kind == "proposal.pending":
-        return f'<div hx-swap-oob="beforeend:#activity-{turn}">{proposal_card(card)}</div>'
-    return proposal_card(card, oob=True)
+def proposal_event(turn: int, event: events.ProposalPending | events.ProposalDecided) -> str:
+    """A pending proposal appends its card to the turn; a decided one redraws it in place."""
+    if isinstance(event, events.ProposalPending):
+        return f'<div hx-swap-oob="beforeend:#activity-{turn}">{proposal_card(event.proposal)}</div>'
+    return proposal_card(event.proposal, oob=True)

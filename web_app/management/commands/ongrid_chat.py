@@ -12,7 +12,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
 from django.utils.translation import gettext_lazy as _
 
-from agents_app.api import get_runtime
+from agents_app.api import events, get_runtime
 from chat_app import services
 from chat_app.models import ChatSession, SessionStatus
 from ops_app.core.commands import LocalizedCommand
@@ -51,16 +51,16 @@ class Command(LocalizedCommand):
             raise CommandError(f"No chat session {session_id} of {owner.username}.")
         return chat
 
-    async def _print(self, event: dict) -> None:
-        kind = event.get("event")
-        if kind == "text.delta" and not event.get("worker"):
-            sys.stdout.write(event.get("text", ""))
-            sys.stdout.flush()
-        elif kind == "note":
-            self.stdout.write(f"\n» {event['text']}")
-        elif kind == "worker.started":
-            self.stdout.write(f"\n[{event['persona']} #{event['session']}] {event['description']} …")
-        elif kind == "worker.ended":
-            self.stdout.write(f"[{event['session']}] {event['status']}")
-        elif kind == "tool.started" and not event.get("worker"):
-            self.stdout.write(f"\n· {event.get('name')}")
+    async def _print(self, event: events.RuntimeEvent) -> None:
+        match event:
+            case events.TextDelta(worker=False):
+                sys.stdout.write(event.text)
+                sys.stdout.flush()
+            case events.Note():
+                self.stdout.write(f"\n» {event.text}")
+            case events.WorkerStarted():
+                self.stdout.write(f"\n[{event.persona} #{event.session}] {event.description} …")
+            case events.WorkerEnded():
+                self.stdout.write(f"[{event.session}] {event.status}")
+            case events.ToolStarted(worker=False):
+                self.stdout.write(f"\n· {event.tool}")
