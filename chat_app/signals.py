@@ -19,7 +19,7 @@ investigation_finished = Signal()
 # Sent by the schedules app when a run of a schedule with IM delivery on has its output (its
 # finding, or its report), for the IM bridges to post it to the organization's summary channels;
 # the two apps never import each other (docs/schedules.md, "Delivery"). Keyword arguments:
-#   organization_id  the schedule's organization: only its chat apps may receive the message
+#   organization_id  the schedule's organization: only its IM apps may receive the message
 #   kind             "inspection" or "report"
 #   title            one line, e.g. "disk check: PROBLEM" or "Weekly report 2026-02-23 – 2026-03-02"
 #   markdown         a short Markdown summary (the finding with its evidence, or the key figures)
@@ -27,7 +27,7 @@ investigation_finished = Signal()
 #   status           "ok" | "warning" | "problem" for an inspection, "report" for a report
 #   compose          optional: a callable returning (title, markdown) written in the active
 #                    language, for a receiver that posts in its reader's language (the IM bridges
-#                    call it once per chat app, inside that app's language)
+#                    call it once per IM app, inside that app's language)
 # A receiver returns a short outcome ("posted to 2 channel(s)") kept on the run, and must not
 # raise for a chat outage: it logs it. The sender uses `send_robust`, so one that does raise is
 # recorded as a failed delivery and never fails the run.

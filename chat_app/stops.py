@@ -1,4 +1,4 @@
-"""A stop reason in the reader's words: below the surfaces, so the chat page and the chat-app
+"""A stop reason in the reader's words: below the surfaces, so the chat page and the IM
 threads (Slack, Telegram, Feishu) translate the runtime's English stop lines the same way."""
 
 from __future__ import annotations

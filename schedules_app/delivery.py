@@ -6,7 +6,7 @@ failing never stops the others.
 
 IM channels: `schedules_app` never imports the IM bridges (sibling apps), so the "im" destination
 sends `chat_app.signals.schedule_delivered` and the bridges' receiver posts the summary to each
-enabled chat app's summary channel of the schedule's organization (docs/im.md).
+enabled IM app's summary channel of the schedule's organization (docs/im.md).
 
 Webhooks carry JSON signed with HMAC-SHA256 over the exact body bytes, in the header
 `X-Ongrid-Signature: sha256=<hex>`; the secret is the schedule's encrypted `webhook_secret`.
@@ -55,7 +55,7 @@ class Message:
     # The e-mail's (subject, text) in the active language; called once per recipients' language.
     # None: `subject` and `text` as they are.
     email: Callable[[], tuple[str, str]] | None = None
-    # The IM copy's (title, markdown) in the active language, called once per chat app's language.
+    # The IM copy's (title, markdown) in the active language, called once per IM app's language.
     # None: `title` and `markdown` as they are.
     im: Callable[[], tuple[str, str]] | None = None
 

@@ -1,8 +1,8 @@
 """Which language the agents answer in (docs/i18n.md, "Agents").
 
-For a chat thread of a chat app (Slack, Telegram, Feishu) the app's reply language, when it has
+For a chat thread of a IM app (Slack, Telegram, Feishu) the app's reply language, when it has
 one; else the user's own language setting (`Membership.language`); else none, and the agents
-answer in the language the user writes in. The chat-app layer sits above this one, so it tells us
+answer in the language the user writes in. The IM layer sits above this one, so it tells us
 its threads' language through `register_thread_language` instead of being imported here.
 """
 

@@ -12,7 +12,7 @@ from django.utils.translation import gettext_lazy as _
 from ops_app.admin.scoping import TenantScopedAdmin
 from ops_app.integrations import datasources, llm_endpoints, mcp_servers
 from ops_app.models import DataSource, LLMEndpoint, McpServer, McpTool
-from ops_app.tenancy.scoping import organization_of, sees_all_tenants
+from ops_app.tenancy.scoping import sees_all_tenants
 
 
 class NameUniqueInOrganization:
@@ -66,16 +66,7 @@ class DataSourceAdmin(TenantScopedAdmin):
     list_filter = ("kind", "auth")
     search_fields = ("name", "url")
     actions = ["test_connection"]
-
-    def get_form(self, request, obj=None, change=False, **kwargs):
-        form = super().get_form(request, obj, change=change, **kwargs)
-        form.organization = organization_of(request.user)  # for the duplicate-name check
-        return form
-
-    def save_model(self, request, obj, form, change):
-        if not request.user.is_superuser:
-            obj.organization = organization_of(request.user)
-        datasources.save_data_source(obj)
+    writer = staticmethod(datasources.save_data_source)
 
     @admin.action(description=_("Test connection"), permissions=["view"])
     def test_connection(self, request, queryset):
@@ -124,16 +115,7 @@ class LLMEndpointAdmin(TenantScopedAdmin):
     list_display = ("name", "base_url", "default_model", "is_default", "timeout", "max_retries", "updated_at")
     search_fields = ("name", "base_url", "default_model")
     actions = ["test_endpoint"]
-
-    def get_form(self, request, obj=None, change=False, **kwargs):
-        form = super().get_form(request, obj, change=change, **kwargs)
-        form.organization = organization_of(request.user)  # for the duplicate-name check
-        return form
-
-    def save_model(self, request, obj, form, change):
-        if not request.user.is_superuser:
-            obj.organization = organization_of(request.user)
-        llm_endpoints.save_llm_endpoint(obj)
+    writer = staticmethod(llm_endpoints.save_llm_endpoint)
 
     @admin.action(description=_("Test (list the models it serves)"), permissions=["view"])
     def test_endpoint(self, request, queryset):
@@ -209,7 +191,6 @@ class McpServerAdmin(TenantScopedAdmin):
 
     def get_form(self, request, obj=None, change=False, **kwargs):
         form = super().get_form(request, obj, change=change, **kwargs)
-        form.organization = organization_of(request.user)  # for the duplicate-name check
         form.platform_staff = sees_all_tenants(request.user)  # stdio is theirs only
         return form
 

@@ -11,7 +11,6 @@ from ops_app.admin.scoping import TenantScopedAdmin
 from ops_app.knowledge import vault
 from ops_app.models import KnowledgeDocument
 from ops_app.tasks import index_knowledge_document
-from ops_app.tenancy.scoping import organization_of
 
 
 class KnowledgeDocumentForm(forms.ModelForm):
@@ -69,11 +68,6 @@ class KnowledgeDocumentAdmin(TenantScopedAdmin):
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(passage_total=Count("passages"))
-
-    def get_form(self, request, obj=None, change=False, **kwargs):
-        form = super().get_form(request, obj, change=change, **kwargs)
-        form.organization = organization_of(request.user)  # for the duplicate-source check
-        return form
 
     @admin.display(description=_("passages"), ordering="passage_total")
     def passage_count(self, obj: KnowledgeDocument) -> int:

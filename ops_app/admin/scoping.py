@@ -49,6 +49,15 @@ def scoped_choices(related, user):
 
 
 class TenantScopedAdmin(admin.ModelAdmin):
+    # The row's writer (`writer(obj)`), for rows whose save is more than `obj.save()`: it encrypts,
+    # keeps one default per kind, tells the processes... (docs/architecture.md, one writer per record).
+    writer: staticmethod | None = None
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change=change, **kwargs)
+        form.organization = organization_of(request.user)  # for the forms' duplicate-name checks
+        return form
+
     def get_queryset(self, request):
         return super().get_queryset(request).for_user(request.user)
 
@@ -82,7 +91,10 @@ class TenantScopedAdmin(admin.ModelAdmin):
             if organization is None:
                 raise PermissionDenied("You belong to no organization.")
             obj.organization = organization
-        super().save_model(request, obj, form, change)
+        if self.writer is not None:
+            self.writer(obj)
+        else:
+            super().save_model(request, obj, form, change)
 
 
 class ReadOnlyTenantAdmin(TenantScopedAdmin):

@@ -33,7 +33,7 @@ ROLE_GRANTS: dict[str, dict[str, tuple[str, ...]]] = {
         "agents_app": ("view", "add", "change", "delete"),
         "ops_app": ("view", "add", "change", "delete"),
         "incidents_app": ("view", "add", "change", "delete"),
-        # The organization's chat apps (Slack, Telegram, Feishu bots) and linked senders.
+        # The organization's IM apps (Slack, Telegram, Feishu bots) and linked senders.
         "im_app": ("view", "add", "change", "delete"),
         "schedules_app": ("view", "add", "change", "delete"),
         # Users of their own organization only (ops_app.admin.tenancy scopes the rows and forms).

@@ -1,5 +1,5 @@
 """Agents answer in the user's language (agents_app.runtime.reply_language): the coordinator's per-turn
-reminder carries it, a chat app's reply language wins for its threads, and a worker's brief says
+reminder carries it, a IM app's reply language wins for its threads, and a worker's brief says
 which language its final answer is in while the AgentTool call's own arguments stay as sent."""
 
 from __future__ import annotations
