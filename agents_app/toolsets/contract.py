@@ -14,13 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any
 
-if TYPE_CHECKING:
-    from agents_app.toolsets.manifest import ToolSpec
+from agents_app.toolsets.manifest import DEFAULT_TIMEOUT, ToolClass, ToolSpec
 
-ToolClass = Literal["read", "write", "destructive"]
-DEFAULT_TIMEOUT = 15.0
 # Audit statuses a tool outcome can carry (docs/kernel.md).
 STATUSES = ("ok", "error", "timeout", "redirect", "rejected", "deduped", "killed")
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from agents_app.toolsets.contract import DEFAULT_TIMEOUT, ToolClass
+ToolClass = Literal["read", "write", "destructive"]
+DEFAULT_TIMEOUT = 15.0
 
 # Who hands the tool to an agent:
 # - "agents": any persona that lists it (the default read set of the coordinator too, unless it
