@@ -5,6 +5,10 @@ from __future__ import annotations
 from tests.support.shell_policy import policy_table
 
 ALLOWED = [
+    ("tail -n 100 /var/log/syslog", [["tail", "-n", "100", "/var/log/syslog"]]),
+    ("ls -la /root", [["ls", "-la", "/root"]]),
+    ("cat /proc/loadavg", [["cat", "/proc/loadavg"]]),
+    ("cat /proc/1/status", None),
     ("ls -la /var/log", [["ls", "-la", "/var/log"]]),
     ("ls -lah --color=never /etc", None),
     ("ls --sort=size -r /var/log", None),
@@ -51,6 +55,11 @@ ALLOWED = [
 ]
 
 REFUSED = [
+    # whichever file reader names them, histories and the kernel's memory are secrets (test_secrets.py)
+    ("tail -n 100 /root/.bash_history", "refused `/root/.bash_history`: shell and client histories"),
+    ("zcat /home/u/.mysql_history.gz", "shell and client histories"),
+    ("head -c 4096 /proc/kcore", "refused `/proc/kcore`: the kernel's memory image"),
+    ("md5sum /dev/core", "the kernel's memory image"),
     ("ls --colr", "`ls --colr`: unknown option"),
     ("ls -z", "`ls -z`: unknown option"),
     ("ls --recur /", "`ls --recur`: abbreviated options are not accepted; write `--recursive`"),

@@ -6,6 +6,7 @@ from tests.support.shell_policy import policy_table
 
 ALLOWED = [
     ("ps aux", [["ps", "aux"]]),
+    ("ps -eo pid,rss,cmd --sort=-rss", [["ps", "-eo", "pid,rss,cmd", "--sort=-rss"]]),
     ("ps -ef", None),
     ("ps -eo pid,user,pcpu,comm --sort=-pcpu", None),
     ("ps aux --sort=-rss", None),

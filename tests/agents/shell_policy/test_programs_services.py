@@ -5,6 +5,10 @@ from __future__ import annotations
 from tests.support.shell_policy import policy_table
 
 ALLOWED = [
+    (
+        'journalctl -u nginx --since "10 min ago" --no-pager',
+        [["journalctl", "-u", "nginx", "--since", "10 min ago", "--no-pager"]],
+    ),
     ("journalctl -u nginx -n 50 --no-pager", None),
     ("journalctl --since '1 hour ago' -p err", [["journalctl", "--since", "1 hour ago", "-p", "err"]]),
     ("journalctl -b -1 -k", [["journalctl", "-b", "-1", "-k"]]),

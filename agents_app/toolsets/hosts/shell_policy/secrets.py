@@ -2,8 +2,11 @@
 
 Paths are compared in their textual normal form (`//`, `.` and `..` resolved), so a spelling
 trick cannot reach a shadow file or a private key; over SSH nothing better is possible, since
-the remote file system cannot be consulted before the command runs. Recursive content searches
-are also kept out of the places where secrets live in bulk (/proc, /etc/ssh, homes...).
+the remote file system cannot be consulted before the command runs. The kernel resolves `..`
+after following a link, not textually (`/var/run/..` is `/`, `/proc/net/..` is `/proc/self`),
+so a path that climbs back is also read from / after its last `..`, and may not climb inside
+/proc or /dev at all. Recursive content searches are also kept out of the places where secrets
+live in bulk (/proc, /etc/ssh, homes...).
 """
 
 from __future__ import annotations
@@ -19,6 +22,13 @@ SENSITIVE_ARGUMENTS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"secret|password|credential", re.IGNORECASE), "this looks like a secret store"),
 )
 
+# Files that record what was typed: shells, database and language clients, less, vim (with its
+# registers). Plain logs named after a history (`/var/log/apt/history.log`) are not among them.
+_HISTORY = re.compile(
+    r"(^|/)(\.(bash|zsh|sh|ash|ksh|mksh|mysql|psql|sqlite|python|rediscli|node_repl|irb|pry|php|cqlsh|influx)"
+    r"_history|\.z?history|\.histfile|\.Rhistory|\.lesshst|\.viminfo|\.dbshell|fish_history"
+    r"|mongosh_repl_history|\.clickhouse-client-history)[^/]*$"
+)
 _KEY_WHY = "private keys are secrets"
 _SSH_KEY_WHY = "private SSH keys are secrets"
 _CRED_WHY = "credential files are secrets"
@@ -53,12 +63,18 @@ SECRET_PATHS: tuple[tuple[re.Pattern[str], str], ...] = (
         ),
         "process environments, memory and file descriptors hold secrets",
     ),  # fmt: skip
+    # /dev/core is a link to /proc/kcore on many distributions
+    (re.compile(r"^/proc/(kcore|kmem)$|^/dev/core$"), "the kernel's memory image holds every secret"),
     (re.compile(r"^/dev/(k?mem|port|std(in|out|err))$"), "this device exposes memory or another stream"),
+    (_HISTORY, "shell and client histories record typed command lines, passwords included"),
 )
 
 # Recursive searches of file contents may not cover these (nor start inside them).
+# The database servers' folders are their accounts' homes too (`.psql_history`) and hold the servers'
+# own password hashes.
 RECURSIVE_DENIED = ("/proc", "/sys", "/dev", "/etc/ssh", "/etc/ssl/private", "/etc/mysql", "/etc/kubernetes",
-                    "/root", "/var/backups", "/run", "/home")  # fmt: skip
+                    "/root", "/var/backups", "/run", "/home", "/var/lib/postgresql", "/var/lib/pgsql",
+                    "/var/lib/mysql")  # fmt: skip
 _HOME = re.compile(r"^/home(/[^/]+)?$")
 
 
@@ -76,19 +92,58 @@ def inside(path: str, root: str) -> bool:
 
 
 def check_secret_word(word: str) -> None:
-    """Refuse a word naming a secret store, as written and in its normal form; a word starting
-    with `/` or `.` is also resolved from / (where the local transport runs), so anchored rules
-    such as /etc/ssh's keys also catch `../etc/ssh/...`."""
+    """Refuse a word naming a secret store, in any of the forms the path could take (`path_forms`)."""
     for pattern, why in SENSITIVE_ARGUMENTS:
         if pattern.search(word):
             raise PolicyRefusal(word, why)
-    candidates = {word, normalise(word, cwd="")}
-    if word.startswith("/") or word.startswith("."):
-        candidates.add(normalise(word))
-    for candidate in candidates:
+    if climbs_inside_kernel_trees(word):
+        raise PolicyRefusal(
+            word,
+            "`..` inside /proc or /dev follows the kernel's own links (/proc/net/.. is /proc/self); "
+            "write the path without `..`",
+        )
+    for candidate in path_forms(word):
         for pattern, why in SECRET_PATHS:
             if pattern.search(candidate):
                 raise PolicyRefusal(word, why)
+
+
+def path_forms(word: str) -> list[str]:
+    """Every path a word may name, as written first: a value attached to an option (`-f/dev/mem`,
+    `if=/proc/kcore`); each in its normal form, relative ones also from / (where the local transport
+    runs, and the home of some accounts); and, past an interior `..`, the rest read from /, since
+    the kernel climbs from a link's target (`/var/run/../proc/kcore` is `/proc/kcore`)."""
+    slash = word.find("/")
+    written = [word, word[slash:]] if slash > 0 else [word]
+    forms = list(written)
+    for path in written:
+        forms += [normalise(path, cwd=""), normalise(path)]
+        rest = _after_interior_climb(path)
+        if rest:
+            forms.append(normalise(rest))
+    return list(dict.fromkeys(forms))
+
+
+def _after_interior_climb(path: str) -> str:
+    """What follows the last `..` that comes after a named component, or "" if there is none."""
+    parts = path.split("/")
+    named = False
+    rest = ""
+    for index, part in enumerate(parts):
+        if part == ".." and named:
+            rest = "/".join(parts[index + 1 :])
+        elif part not in ("", ".", ".."):
+            named = True
+    return rest
+
+
+def climbs_inside_kernel_trees(word: str) -> bool:
+    """Whether a path goes through a `proc` or `dev` folder and climbs back with `..` after it."""
+    parts = word.split("/")
+    for index, part in enumerate(parts):
+        if part in ("proc", "dev") and ".." in parts[index + 1 :]:
+            return True
+    return False
 
 
 def check_recursive_root(program: str, root: str) -> None:

@@ -1,8 +1,9 @@
 """Programs that show sockets, interfaces, routes and name resolution.
 
 They must not change the network (`ip link set`), switch namespaces, read commands from a file
-or standard input (`ip -batch`, `nslookup -`, `dig -f`) or use keys; DNS queries stay allowed,
-that is what a DNS probe is for.
+or standard input (`ip -batch`, `nslookup -`, `dig -f`) or use keys. DNS queries stay allowed,
+that is what a DNS probe is for, but only to port 53: over TCP (`+tcp`, `-T`, `-vc`) a DNS tool
+would otherwise send its query to any line-based service on any port (Redis, SMTP...).
 """
 
 from __future__ import annotations
@@ -83,6 +84,42 @@ def _parse_ip(program: str, args: Sequence[str]) -> Parsed:
     return parsed
 
 
+DNS_PORT = "53"
+_DNS_PORT_WHY = (
+    "DNS tools may only reach port 53: on another port a query would go to another service "
+    "(over TCP, a line-based one such as Redis would read it as commands)"
+)
+
+
+def check_dns_port(part: str, port: str | None) -> None:
+    """Refuse a port for a DNS tool other than 53, written exactly so (no other spelling of it)."""
+    if port != DNS_PORT:
+        raise PolicyRefusal(part, _DNS_PORT_WHY)
+
+
+def server_port(server: str) -> str | None:
+    """The port written after a DNS server (`addr#port`, `[addr]:port`, `name:port`), or None; an
+    IPv6 address without brackets has several colons and no port. An unclosed `[` gives ""."""
+    host, hashed, port = server.partition("#")
+    if hashed:
+        return port
+    if host.startswith("["):
+        _, closed, rest = host.partition("]")
+        if not closed:
+            return ""
+        return rest.removeprefix(":") if rest else None
+    if host.count(":") == 1:
+        return host.partition(":")[2]
+    return None
+
+
+def check_dns_server(part: str, server: str) -> None:
+    """Refuse a server given with a port other than 53; `part` names it in the refusal."""
+    port = server_port(server)
+    if port is not None:
+        check_dns_port(part, port)
+
+
 # dig: `@server`, `+queryoption`, single-letter options, and name/type/class operands.
 _DIG_FLAGS = set("46hmruvi")
 _DIG_VALUES = set("bcpqtx")
@@ -125,18 +162,30 @@ def _parse_dig(program: str, args: Sequence[str]) -> Parsed:
                 value = word[2:] or (words.pop(0) if words else None)
                 if value is None:
                     raise refuse_option(program, option, NEEDS_VALUE)
+                if option == "-p":
+                    check_dns_port(f"{program} -p", value)
                 parsed.options.append((option, value))
             else:
                 raise refuse_option(program, word)
         else:
+            if word.startswith("@"):
+                check_dns_server(f"{program} {word}", word[1:])
             parsed.operands.append(word)  # @server, name, type, class
     return parsed
+
+
+def _host(parsed: Parsed) -> None:
+    for port in parsed.values("-p"):
+        check_dns_port("host -p", port)
+    for server in parsed.operands[1:]:
+        check_dns_server(f"host {server}", server)
 
 
 _NSLOOKUP_OPTIONS = {
     "type", "query", "querytype", "q", "port", "timeout", "retry", "class", "domain", "ndots", "debug",
     "nodebug", "d2", "nod2", "vc", "novc", "recurse", "norecurse", "search", "nosearch", "fail", "nofail",
 }  # fmt: skip
+_NSLOOKUP_PORT = {"port", "po"}  # `po` is nslookup's own abbreviation
 
 
 def _parse_nslookup(program: str, args: Sequence[str]) -> Parsed:
@@ -145,7 +194,9 @@ def _parse_nslookup(program: str, args: Sequence[str]) -> Parsed:
         if word == "-":
             raise PolicyRefusal("nslookup -", "interactive mode reads commands from standard input")
         if word.startswith("-"):
-            name = word[1:].split("=", 1)[0]
+            name, _, value = word[1:].partition("=")
+            if name.lower() in _NSLOOKUP_PORT:  # nslookup reads its options in any case
+                check_dns_port(f"nslookup -{name}", value)
             if name not in _NSLOOKUP_OPTIONS:
                 raise refuse_option(program, word.split("=", 1)[0])
             parsed.options.append((word, None))
@@ -156,6 +207,8 @@ def _parse_nslookup(program: str, args: Sequence[str]) -> Parsed:
             "nslookup " + " ".join(args),
             "give a name (and optionally a server): without one nslookup reads commands from standard input",
         )
+    for server in parsed.operands[1:]:
+        check_dns_server(f"nslookup {server}", server)
     return parsed
 
 
@@ -189,6 +242,6 @@ PROGRAMS: dict[str, Grammar | Custom] = {
     ),
     "ip": Custom(_parse_ip),
     "dig": Custom(_parse_dig),
-    "host": Grammar("aACdlnrsTUwvV46c:N:m:p:R:t:W:", "", operands="data"),
+    "host": Grammar("aACdlnrsTUwvV46c:N:m:p:R:t:W:", "", operands="data", rule=_host),
     "nslookup": Custom(_parse_nslookup),
 }
