@@ -96,13 +96,14 @@ def check_secret_word(word: str) -> None:
     for pattern, why in SENSITIVE_ARGUMENTS:
         if pattern.search(word):
             raise PolicyRefusal(word, why)
-    if climbs_inside_kernel_trees(word):
+    forms = path_forms(word)
+    if any(climbs_inside_kernel_trees(form) for form in forms):
         raise PolicyRefusal(
             word,
             "`..` inside /proc or /dev follows the kernel's own links (/proc/net/.. is /proc/self); "
             "write the path without `..`",
         )
-    for candidate in path_forms(word):
+    for candidate in forms:
         for pattern, why in SECRET_PATHS:
             if pattern.search(candidate):
                 raise PolicyRefusal(word, why)
@@ -138,10 +139,12 @@ def _after_interior_climb(path: str) -> str:
 
 
 def climbs_inside_kernel_trees(word: str) -> bool:
-    """Whether a path goes through a `proc` or `dev` folder and climbs back with `..` after it."""
-    parts = word.split("/")
+    """Whether a path goes through /proc or /dev (a `proc` or `dev` folder at its start or right after
+    a `..`, where it may be the root's) and climbs back with `..` after it; `/srv/dev/..` does not."""
+    parts = [part for part in word.split("/") if part not in ("", ".")]
     for index, part in enumerate(parts):
-        if part in ("proc", "dev") and ".." in parts[index + 1 :]:
+        at_root = index == 0 or parts[index - 1] == ".."
+        if at_root and part in ("proc", "dev") and ".." in parts[index + 1 :]:
             return True
     return False
 
