@@ -76,10 +76,6 @@ class IMAppAdmin(TenantScopedAdmin):
 class IMIdentityForm(forms.ModelForm):
     """A sender mapped by hand: only to a user it may act as (never platform staff)."""
 
-    class Meta:
-        model = IMIdentity
-        fields = "__all__"
-
     def clean(self):
         cleaned = super().clean()
         user, app = cleaned.get("user"), cleaned.get("app")
@@ -111,7 +107,8 @@ class IMIdentityAdmin(TenantScopedAdmin):
         for identity in queryset.select_related("app", "suggested_user__membership"):
             name = identity.display_name or identity.external_id
             if identities.confirm_suggestion(identity):
-                message, level = gettext("%(sender)s: linked to %(user)s."), messages.SUCCESS
+                message = gettext("%(sender)s: linked to %(user)s.") % {"sender": name, "user": identity.user}
+                self.message_user(request, message, messages.SUCCESS)
             else:
-                message, level = gettext("%(sender)s: no suggested user who may be linked."), messages.WARNING
-            self.message_user(request, message % {"sender": name, "user": identity.user}, level)
+                message = gettext("%(sender)s: no suggested user who may be linked.") % {"sender": name}
+                self.message_user(request, message, messages.WARNING)

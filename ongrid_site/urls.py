@@ -4,6 +4,7 @@ from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
 from django.views.i18n import JavaScriptCatalog
+
 from ongrid_site import views
 from ongrid_site.api_docs import DocsView, SchemaView
 

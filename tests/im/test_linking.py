@@ -138,7 +138,8 @@ async def test_platform_staff_cannot_confirm_a_link_code_either(app, org, slack,
 
     refused = await sync_to_async(page.post)(link_path(answer))
 
-    assert refused.status_code == 403 and "Platform staff accounts cannot be linked" in refused.content.decode()
+    assert refused.status_code == 403
+    assert "Platform staff accounts cannot be linked" in refused.content.decode()
     assert (await identity_of(app)).user is None
     await mention(app, slack, 2)
     assert not await ChatSession.objects.filter(user=root).aexists()
@@ -223,4 +224,3 @@ def test_an_org_admin_still_maps_a_member_by_hand(app, member, org_admin):
     assert answer.status_code == 302
     identity.refresh_from_db()
     assert identity.user == member
-
