@@ -585,30 +585,21 @@ def test_the_migration_stops_calling_an_existing_failed_run_executed(scene):
     executor.migrate(before)
     old = executor.loader.project_state(before).apps
     ran_at = timezone.now()
+    the_call = {"organization_id": worker.organization_id, "session_id": worker.pk, "tool_class": "write"}
     for call_id, status in (("old-ok", "ok"), ("old-failed", "error")):
         old.get_model("agents_app", "MutatingProposal").objects.create(
-            organization_id=worker.organization_id,
-            session_id=worker.pk,
+            **the_call,
             root_session_id=chat.pk,
             tool_call_id=call_id,
             tool="host_restart_service",
-            tool_class="write",
             persona="specialist-ops",
             permission_mode="mutating-with-confirm",
             decision="approve",
             executed_at=ran_at,
             execution_status=status,
         )
-    AuditLog.objects.create(
-        organization_id=worker.organization_id,
-        session_id=worker.pk,
-        tool_call_id="old-failed",
-        tool="host_restart_service",
-        tool_class="write",
-        status="error",
-        error="Host key verification failed.",
-        started_at=ran_at,
-    )
+    failure = {"status": "error", "error": "Host key verification failed.", "started_at": ran_at}
+    AuditLog.objects.create(**the_call, **failure, tool_call_id="old-failed", tool="host_restart_service")
 
     MigrationExecutor(connection).migrate(after)
 
