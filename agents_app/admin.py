@@ -240,8 +240,17 @@ def _messages_of(exc: ValidationError) -> list[str]:
 class MutatingProposalAdmin(ReadOnlyTenantAdmin):
     """Proposals are evidence of who allowed which change: listed and inspected, never edited here."""
 
-    list_display = ("created_at", "tool", "target", "persona", "decision", "human_approver", "executed_at")
-    list_filter = ("decision", "tool", "permission_mode")
+    list_display = (
+        "created_at",
+        "tool",
+        "target",
+        "persona",
+        "decision",
+        "human_approver",
+        "execution_status",
+        "executed_at",
+    )
+    list_filter = ("decision", "execution_status", "tool", "permission_mode")
     search_fields = ("tool", "target", "tool_call_id")
     date_hierarchy = "created_at"
     list_select_related = ("human_approver",)

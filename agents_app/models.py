@@ -246,8 +246,13 @@ class MutatingProposal(TenantModel):
     decision_reason = models.TextField(verbose_name=_("decision reason"), blank=True)
     created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
     decided_at = models.DateTimeField(verbose_name=_("decided at"), null=True, blank=True)
+    # What the approved call did when it ran: `executed_at` only for a run that succeeded,
+    # `failed_at` and the (redacted, truncated) error for one that did not; `execution_status` is
+    # the run's audit status (ok, error, timeout, killed). Neither is set for a call not run.
     executed_at = models.DateTimeField(verbose_name=_("executed at"), null=True, blank=True)
+    failed_at = models.DateTimeField(verbose_name=_("failed at"), null=True, blank=True)
     execution_status = models.CharField(verbose_name=_("execution status"), max_length=20, blank=True)
+    execution_error = models.TextField(verbose_name=_("execution error"), blank=True)
 
     class Meta:
         verbose_name = _("mutating proposal")
@@ -271,6 +276,18 @@ class MutatingProposal(TenantModel):
             and self.decision == self.Decision.PENDING
             and self.reviewer_decision == self.Decision.APPROVE
         )
+
+    @property
+    def outcome(self) -> str:
+        """Where the change stands, in one word every surface shows: with_reviewer, awaiting_human,
+        rejected, approved (not run yet), executed (ran and succeeded) or failed (ran and failed)."""
+        if self.decision == self.Decision.REJECT:
+            return "rejected"
+        if self.decision == self.Decision.PENDING:
+            return "awaiting_human" if self.awaiting_human else "with_reviewer"
+        if self.executed_at is not None:
+            return "executed"
+        return "failed" if self.failed_at is not None else "approved"
 
 
 class RequestedCall(TenantModel):

@@ -1,7 +1,9 @@
+from django import forms
 from django.contrib import admin, messages
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from im_app import identities
 from im_app.connection import test_connection
 from im_app.models import IMApp, IMIdentity
 from im_app.platforms.registry import PLATFORMS
@@ -71,11 +73,42 @@ class IMAppAdmin(TenantScopedAdmin):
             )
 
 
+class IMIdentityForm(forms.ModelForm):
+    """A sender mapped by hand: only to a user it may act as (never platform staff)."""
+
+    def clean(self):
+        cleaned = super().clean()
+        user, app = cleaned.get("user"), cleaned.get("app")
+        if user is not None and app is not None and not identities.may_link(app, user):
+            self.add_error(
+                "user",
+                gettext(
+                    "A chat account can only be linked to an active user of the app's organization "
+                    "who is not platform staff."
+                ),
+            )
+        return cleaned
+
+
 @admin.register(IMIdentity)
 class IMIdentityAdmin(TenantScopedAdmin):
-    """Linked senders: an org admin may unlink one (delete) or map it to a user by hand."""
+    """Linked senders: an org admin may unlink one (delete), map it to a user by hand, or confirm
+    the user the platform suggested (Slack's profile e-mail)."""
 
-    list_display = ("display_name", "external_id", "app", "user", "linked_at")
+    form = IMIdentityForm
+    list_display = ("display_name", "external_id", "app", "user", "suggested_user", "linked_at")
     list_filter = ("app",)
-    readonly_fields = ("code_expires_at", "linked_at")
+    readonly_fields = ("suggested_user", "code_expires_at", "linked_at")
     exclude = ("code_digest",)
+    actions = ["confirm_suggested_user"]
+
+    @admin.action(description=_("Link to the suggested user"))
+    def confirm_suggested_user(self, request, queryset) -> None:
+        for identity in queryset.select_related("app", "suggested_user__membership"):
+            name = identity.display_name or identity.external_id
+            if identities.confirm_suggestion(identity):
+                message = gettext("%(sender)s: linked to %(user)s.") % {"sender": name, "user": identity.user}
+                self.message_user(request, message, messages.SUCCESS)
+            else:
+                message = gettext("%(sender)s: no suggested user who may be linked.") % {"sender": name}
+                self.message_user(request, message, messages.WARNING)

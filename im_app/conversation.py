@@ -159,7 +159,7 @@ async def relay(thread: Thread, session: ChatSession, text: str) -> None:
                 if isinstance(event, events.TurnEnded) and event.session == session.pk:
                     ended = event
                     break
-                if isinstance(event, events.ProposalPending | events.ProposalDecided):
+                if isinstance(event, events.PROPOSAL_EVENTS):
                     await _show_card(thread, cards, event.proposal)
                 elif event is not None and progress.take(event):
                     editor.update(thread.progress(progress.lines, progress.streamed))
@@ -302,6 +302,11 @@ def card_summary(proposal: dict) -> list[str]:
         else:
             line = _("Rejected by %(who)s: %(reason)s") if who else _("Rejected: %(reason)s")
         lines.append(line % {"who": who, "reason": reason})
+    if proposal.get("outcome") == "executed":
+        lines.append(_("Executed."))
+    elif proposal.get("outcome") == "failed":
+        error = (proposal.get("execution_error") or "")[:300]
+        lines.append(_("Failed when it ran: %(error)s") % {"error": error})
     return lines
 
 

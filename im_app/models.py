@@ -137,7 +137,8 @@ class IMApp(TenantModel):
 
 class IMIdentity(TenantModel):
     """A platform sender linked to an Ongrid user. Pending (no user) until the user confirms the
-    one-time code from the web; the code is stored as a hash."""
+    one-time code from the web, or an org admin confirms the suggested user; the code is stored
+    as a hash."""
 
     app = models.ForeignKey(IMApp, verbose_name=_("app"), on_delete=models.CASCADE, related_name="identities")
     external_id = models.CharField(verbose_name=_("external ID"), max_length=200)
@@ -149,6 +150,19 @@ class IMIdentity(TenantModel):
         blank=True,
         on_delete=models.CASCADE,
         related_name="+",
+    )
+    # Who the platform says this is (Slack's profile e-mail): not a link until confirmed.
+    suggested_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("suggested user"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text=_(
+            "The user whose e-mail the platform gives for this sender. Not linked until that user "
+            "confirms from the web, or an org admin confirms it here."
+        ),
     )
     code_digest = models.CharField(verbose_name=_("code digest"), max_length=64, blank=True, db_index=True)
     code_expires_at = models.DateTimeField(verbose_name=_("code expires at"), null=True, blank=True)

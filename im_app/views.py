@@ -22,7 +22,10 @@ async def enabled_app(app_id: int, platform: str, **extra) -> IMApp:
 
 @login_required
 def link_account(request: HttpRequest, code: str) -> HttpResponse:
-    """Confirm once, signed in, that this IM account is you (a GET only shows what would happen)."""
+    """Confirm once, signed in, that this IM account is you (a GET only shows what would happen).
+    Platform staff are refused: a chat account never acts with their reach across tenants."""
+    if request.user.is_superuser:
+        return render(request, "im/link.html", {"staff": True}, status=403)
     identity = identities.pending_identity(code, request.user)
     if identity is None:
         return render(request, "im/link.html", {"invalid": True}, status=404)

@@ -174,6 +174,8 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "Ongrid API",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Signed-in users only, for every view drf-spectacular serves (ongrid_site/api_docs.py).
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     # `check --deploy` is about the deployment (.ci/run fails on any warning); schema lint is not.
     "ENABLE_DJANGO_DEPLOY_CHECK": False,
     # The docs page's assets come from the drf-spectacular-sidecar package: it works offline.

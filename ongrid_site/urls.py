@@ -4,9 +4,9 @@ from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
 from django.views.i18n import JavaScriptCatalog
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from ongrid_site import views
+from ongrid_site.api_docs import DocsView, SchemaView
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -16,10 +16,11 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
-    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    # Browsable API docs: Swagger UI from the pinned sidecar package (no CDN), its init script
-    # served as a file (?script) so the page needs no inline script under the CSP.
-    path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
+    # The API's schema and docs, for signed-in users (ongrid_site/api_docs.py). The docs are Swagger
+    # UI from the pinned sidecar package (no CDN), its init script served as a file (?script) so
+    # the page needs no inline script under the CSP.
+    path("api/schema/", SchemaView.as_view(), name="api-schema"),
+    path("api/docs/", DocsView.as_view(url_name="api-schema"), name="api-docs"),
     path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=True), name="favicon"),
     path("api/", include("rest_framework.urls")),
     path("", include("agents_app.urls")),

@@ -16,12 +16,15 @@ from django.db import transaction
 from django.utils import timezone
 
 from agents_app.models import MutatingProposal
+from audit_app.recorder import truncate
+from audit_app.redaction import redact_text
 from chat_app.models import ChatSession
 from ops_app.tenancy import roles
 from ops_app.tenancy.scoping import organization_of
 
 Decision = MutatingProposal.Decision
 POLL_SECONDS = 0.25
+ERROR_CHARS = 2000  # of a failed run's error kept on the proposal (the audit row has it whole)
 
 
 class ProposalClosed(Exception):
@@ -141,12 +144,19 @@ def _why_closed(proposal: MutatingProposal) -> str:
     return "The reviewer has not approved this change yet."
 
 
-def mark_executed(proposal_id: int, status: str) -> bool:
-    """Stamp the single execution of an approved proposal. False if it was already stamped."""
+def mark_executed(proposal_id: int, status: str, error: str = "") -> bool:
+    """Stamp the single run of an approved proposal with what really happened: `executed_at` only
+    when it succeeded (`status` ok), else `failed_at` and the error, masked and cut like the audit
+    trail's. False if it was already stamped."""
+    now = timezone.now()
+    if status == "ok":
+        stamp = {"executed_at": now}
+    else:
+        stamp = {"failed_at": now, "execution_error": redact_text(truncate(error or status, ERROR_CHARS))}
     return bool(
         MutatingProposal.objects.filter(
-            pk=proposal_id, decision=Decision.APPROVE, executed_at__isnull=True
-        ).update(executed_at=timezone.now(), execution_status=status[:20])
+            pk=proposal_id, decision=Decision.APPROVE, executed_at__isnull=True, failed_at__isnull=True
+        ).update(execution_status=status[:20], **stamp)
     )
 
 
@@ -206,9 +216,13 @@ def describe_proposal(proposal: MutatingProposal) -> dict:
         "decision_reason": proposal.decision_reason,
         "created_at": proposal.created_at,
         "decided_at": proposal.decided_at,
+        "outcome": proposal.outcome,
         "executed_at": proposal.executed_at,
+        "failed_at": proposal.failed_at,
         "execution_status": proposal.execution_status,
-        "executed": proposal.executed_at is not None,
+        "execution_error": proposal.execution_error,
+        "executed": proposal.executed_at is not None,  # ran and succeeded
+        "failed": proposal.failed_at is not None,  # ran and failed: see execution_error
     }
 
 

@@ -13,7 +13,8 @@ the runtime it was given rather than by importing the runtime. For a mutating ca
    answer counts, and it must be exactly `Decision: approve` or `Decision: reject`;
 4. for `dual-sign-required` personas, waits (`ONGRID_APPROVAL_TIMEOUT`) for the chat's owner or an
    org admin to approve the card in the chat page or by API;
-5. approves, and stamps `executed_at` once the tool has run; anything else rejects with the reason.
+5. approves, and once the tool has run stamps what happened: `executed_at` if it succeeded,
+   `failed_at` with the error if it did not; anything else rejects with the reason.
 """
 
 from __future__ import annotations
@@ -130,7 +131,8 @@ class ReviewGate:
             proposal = await _wait_for_human(proposal, publisher)
             if proposal.decision != MutatingProposal.Decision.APPROVE:
                 return GateDecision(False, f"not approved by a human: {proposal.decision_reason}")
-        return GateDecision(True, proposal.decision_reason, on_executed=partial(_stamp, proposal.pk))
+        stamp = partial(_stamp, proposal.pk, publisher)
+        return GateDecision(True, proposal.decision_reason, on_executed=stamp)
 
 
 async def _reject_stopped(proposal_id: int, session_id: int, publisher) -> None:
@@ -276,7 +278,11 @@ def _recent_activity(proposal: MutatingProposal) -> str:
     )
     if proposal.target:
         for other in others:
-            done = f", executed {other.executed_at:%H:%M:%S}" if other.executed_at else ""
+            done = ""
+            if other.executed_at:
+                done = f", executed {other.executed_at:%H:%M:%S}"
+            elif other.failed_at:
+                done = f", failed ({other.execution_status}) {other.failed_at:%H:%M:%S}"
             lines.append(
                 f"- {other.created_at:%H:%M:%S} proposal by {other.persona}: {other.payload.get('action')} "
                 f"→ {other.decision}{done}"
@@ -327,5 +333,10 @@ async def _publish(publisher, kind: type[events.RuntimeEvent], proposal: Mutatin
     await publisher.publish(kind(proposal.session_id, proposal=card))
 
 
-async def _stamp(proposal_id: int, status: str) -> None:
-    await proposals.amark_executed(proposal_id, status)
+async def _stamp(proposal_id: int, publisher, status: str, error: str) -> None:
+    """Record how the approved call's run ended; a card on screen (dual sign) is redrawn with it."""
+    if not await proposals.amark_executed(proposal_id, status, error):
+        return
+    proposal = await MutatingProposal.objects.select_related("human_approver").aget(pk=proposal_id)
+    if proposal.requires_human:
+        await _publish(publisher, events.ProposalExecuted, proposal)

@@ -151,6 +151,17 @@ class ProposalDecided(RuntimeEvent):
     proposal: dict = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class ProposalExecuted(RuntimeEvent):
+    """An approved dual-sign write has run: `proposal["outcome"]` says whether it succeeded."""
+
+    name: ClassVar[str] = "proposal.executed"
+    proposal: dict = field(default_factory=dict)
+
+
+# What redraws an approval card: it appears, is decided, and its approved change has run.
+PROPOSAL_EVENTS = (ProposalPending, ProposalDecided, ProposalExecuted)
+
 EVENTS: dict[str, type[RuntimeEvent]] = {
     cls.name: cls
     for cls in (
@@ -168,6 +179,7 @@ EVENTS: dict[str, type[RuntimeEvent]] = {
         WorkerEnded,
         ProposalPending,
         ProposalDecided,
+        ProposalExecuted,
     )
 }
 

@@ -37,6 +37,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+STOPPED_MID_RUN = "stopped while running; the change may have been partly made"
+
 
 @dataclass(frozen=True)
 class ToolOutcome:
@@ -59,8 +61,9 @@ class ToolOutcome:
 class GateDecision:
     approved: bool
     reason: str = ""
-    # Called once with the audit status after an approved call ran (the gate stamps `executed_at`).
-    on_executed: Callable[[str], Awaitable[None]] | None = field(default=None, compare=False)
+    # Called once with the audit status and the error after an approved call ran, or was stopped
+    # while running (the gate stamps the proposal executed or failed).
+    on_executed: Callable[[str, str], Awaitable[None]] | None = field(default=None, compare=False)
 
 
 ReviewGate = Callable[[Tool, ToolContext, dict], Awaitable[GateDecision]]
@@ -184,10 +187,9 @@ async def _run(
             raise _Refusal("killed", f"Not run: the agent was stopped ({cancel.reason or 'stop requested'}).")
         arguments = parse_arguments(tool, arguments_raw)
         decision = await _review(tool, ctx, arguments) if tool.mutates else None
-        outcome = await _execute(tool, ctx, arguments)
-        if decision is not None and decision.on_executed is not None:
-            await _after_execution(tool, decision, outcome[0])
-        return outcome
+        if decision is None or decision.on_executed is None:
+            return await _execute(tool, ctx, arguments)
+        return await _execute_approved(tool, ctx, arguments, decision)
     except _Refusal as refusal:
         return refusal.status, refusal.message, refusal.message
 
@@ -216,10 +218,24 @@ def parse_arguments(tool: Tool, arguments_raw: str) -> dict:
     return arguments
 
 
-async def _after_execution(tool: Tool, decision: GateDecision, status: str) -> None:
+async def _execute_approved(
+    tool: Tool, ctx: ToolContext, arguments: dict, decision: GateDecision
+) -> tuple[str, str, str]:
+    """Run an approved write and tell the gate how the run ended, so that a failure (or a stop
+    mid-run) is never recorded as a change that happened."""
     try:
-        await decision.on_executed(status)
-    except Exception:  # the change happened; failing to record it must not hide its result
+        status, content, error = await _execute(tool, ctx, arguments)
+    except asyncio.CancelledError:
+        await asyncio.shield(_after_execution(tool, decision, "killed", STOPPED_MID_RUN))
+        raise
+    await _after_execution(tool, decision, status, "" if status == "ok" else error or content)
+    return status, content, error
+
+
+async def _after_execution(tool: Tool, decision: GateDecision, status: str, error: str) -> None:
+    try:
+        await decision.on_executed(status, error)
+    except Exception:  # the call ran; failing to record it must not hide its result
         logger.exception("could not record the execution of %s", tool.name)
 
 

@@ -14,6 +14,7 @@ from channels.testing import WebsocketCommunicator
 from django.test import Client
 from django.urls import reverse
 
+from agents_app.gate.proposals import describe_proposal
 from agents_app.gate.review_gate import parse_verdict
 from agents_app.models import MutatingProposal
 from agents_app.personas import registry
@@ -27,6 +28,7 @@ from chat_app.groups import session_group
 from chat_app.models import ChatSession, SessionStatus
 from fakes.llm_routing import tool_messages
 from fakes.openai_server import call, text, tool_calls
+from im_app.conversation import card_summary
 from ongrid_site.asgi import application
 from ops_app.models import ChangeEvent, Incident
 from tests.support.asyncdb import close_async_db_connections  # noqa: F401 - fixture
@@ -472,11 +474,14 @@ async def test_dual_sign_never_asks_the_human_when_the_reviewer_rejects(dual, ag
     assert proposal.requires_human and not proposal.awaiting_human and proposal.human_decision == "pending"
 
 
-async def test_an_open_chat_page_gets_the_card_live_and_sees_it_decided(dual, member, agents_llm):
-    chat, worker, incident = dual
-    agents_llm.add("reviewer", text(APPROVE))
+async def signed_in(user) -> Client:
     client = Client()
-    await sync_to_async(client.force_login)(member)
+    await sync_to_async(client.force_login)(user)
+    return client
+
+
+async def open_chat_socket(client: Client, chat) -> WebsocketCommunicator:
+    """The chat page's websocket, as the signed-in `client`'s browser opens it."""
     cookie = (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode())
     socket = WebsocketCommunicator(
         application,
@@ -486,6 +491,13 @@ async def test_an_open_chat_page_gets_the_card_live_and_sees_it_decided(dual, me
     connected, _ = await socket.connect(timeout=5)
     assert connected
     await socket.receive_from(timeout=5)  # the running turn, redrawn on connect
+    return socket
+
+
+async def test_an_open_chat_page_gets_the_card_live_and_sees_it_decided(dual, member, agents_llm):
+    chat, worker, incident = dual
+    agents_llm.add("reviewer", text(APPROVE))
+    socket = await open_chat_socket(await signed_in(member), chat)
 
     call_task = asyncio.create_task(
         gated_call(worker, DUAL, "acknowledge_incident", ack_arguments(incident), "d-5")
@@ -509,3 +521,89 @@ async def frame_with(socket, needle: str, within: float = 20.0) -> str:
             frame = await socket.receive_from(timeout=within)
             if needle in frame:
                 return frame
+
+
+@pytest.mark.parametrize(
+    "status, outcome, label", [("firing", "executed", "executed"), ("resolved", "failed", "failed")]
+)
+async def test_an_approved_change_that_fails_when_it_runs_shows_failed_everywhere(
+    dual, member, auditor, agents_llm, status, outcome, label
+):
+    chat, worker, incident = dual
+    await Incident.objects.filter(pk=incident.pk).aupdate(status=status)  # resolved: the ack must fail
+    agents_llm.add("reviewer", text(APPROVE))
+    owner = await signed_in(member)
+    socket = await open_chat_socket(owner, chat)
+    call_task = asyncio.create_task(
+        gated_call(worker, DUAL, "acknowledge_incident", ack_arguments(incident), "d-7")
+    )
+    await frame_with(socket, 'id="proposal-')
+    proposal = await proposal_of("d-7")
+    signed = await sign(member, proposal.pk, "approve")
+    live = await frame_with(socket, f'data-outcome="{outcome}"')
+    ran = await asyncio.wait_for(call_task, 20)
+    await socket.disconnect()
+
+    refusal = f"incident {incident.pk} is resolved; it cannot be acknowledged again"
+    failed = outcome == "failed"
+    assert signed.status_code == 200
+    assert ran.status == ("error" if failed else "ok")
+    row = await proposal_of("d-7")
+    assert row.outcome == outcome and row.execution_status == ran.status
+    assert (row.executed_at is None, row.failed_at is None) == (failed, not failed)
+    assert (refusal in row.execution_error) is failed
+    # The card, live and after a reload: the approval and what the run did, in its colours.
+    page = (await sync_to_async(owner.get)(reverse("chat-page", args=[chat.pk]))).content.decode()
+    reloaded = page[page.index(f'id="proposal-{row.pk}"') - 200 :]
+    for card in (live, reloaded):
+        assert f"Approved · {label}" in card
+        assert ('class="proposal approve failed"' in card) is failed
+        assert (f"Failed when it ran: {refusal}" in card) is failed
+    # The audit API and page, as an auditor reads them.
+    audit = await audit_of("d-7")
+    assert audit.status == ran.status
+    reader = await signed_in(auditor)
+    detail = (await sync_to_async(reader.get)(f"/api/audit/tool-calls/{audit.pk}/")).json()
+    shown = detail["proposal"]
+    assert (shown["outcome"], shown["executed"], shown["failed"]) == (outcome, not failed, failed)
+    assert (refusal in shown["execution_error"]) is failed and (shown["executed_at"] is None) is failed
+    html = (await sync_to_async(reader.get)(reverse("audit-call", args=[audit.pk]))).content.decode()
+    assert f'<span class="status status-{outcome}">{outcome}</span>' in html
+    # The IM card a Slack, Telegram or Feishu thread shows.
+    lines = card_summary(await sync_to_async(describe_proposal)(row))
+    assert lines[-1] == (f"Failed when it ran: {refusal}" if failed else "Executed.")
+
+
+def test_the_migration_stops_calling_an_existing_failed_run_executed(scene):
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+    from django.utils import timezone
+
+    chat, worker, _ = scene
+    before, after = [("agents_app", "0004_verbose_names")], [("agents_app", "0005_proposal_outcomes")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    old = executor.loader.project_state(before).apps
+    ran_at = timezone.now()
+    the_call = {"organization_id": worker.organization_id, "session_id": worker.pk, "tool_class": "write"}
+    for call_id, status in (("old-ok", "ok"), ("old-failed", "error")):
+        old.get_model("agents_app", "MutatingProposal").objects.create(
+            **the_call,
+            root_session_id=chat.pk,
+            tool_call_id=call_id,
+            tool="host_restart_service",
+            persona="specialist-ops",
+            permission_mode="mutating-with-confirm",
+            decision="approve",
+            executed_at=ran_at,
+            execution_status=status,
+        )
+    failure = {"status": "error", "error": "Host key verification failed.", "started_at": ran_at}
+    AuditLog.objects.create(**the_call, **failure, tool_call_id="old-failed", tool="host_restart_service")
+
+    MigrationExecutor(connection).migrate(after)
+
+    succeeded, failed = (MutatingProposal.objects.get(tool_call_id=c) for c in ("old-ok", "old-failed"))
+    assert (succeeded.outcome, succeeded.executed_at) == ("executed", ran_at)
+    assert (failed.outcome, failed.executed_at, failed.failed_at) == ("failed", None, ran_at)
+    assert failed.execution_error == "Host key verification failed."

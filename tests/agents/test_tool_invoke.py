@@ -166,3 +166,43 @@ async def test_a_call_cancelled_while_running_is_audited_as_killed(org):
         await task
     row = await AuditLog.objects.aget(tool="host_bash")
     assert row.status == "killed" and row.arguments == '{"cmd": "sleep"}'
+
+
+async def test_the_gate_hears_how_an_approved_write_ended(org, gate):
+    """Succeeded, failed with the tool's error, or stopped mid-run: never a bare "it ran"."""
+    import asyncio
+
+    from agents_app.toolsets.contract import ToolError
+
+    heard: list[tuple[str, str]] = []
+    entered = asyncio.Event()
+
+    async def approve(tool, ctx, arguments):
+        async def on_executed(status: str, error: str) -> None:
+            heard.append((status, error))
+
+        return GateDecision(True, "looks safe", on_executed=on_executed)
+
+    async def restart(ctx, device: str, service: str) -> str:
+        if device == "strict-01":
+            raise ToolError("Host key verification failed.")
+        if device == "slow-01":
+            entered.set()
+            await asyncio.Event().wait()
+        return f"restarted {service} on {device}"
+
+    set_review_gate(approve)
+    tool = make_tool("host_restart_service", restart, tool_class="write", params=RESTART_PARAMS)
+    for device in ("web-01", "strict-01"):
+        await invoke_tool(tool, context(org), json.dumps({"device": device, "service": "nginx"}))
+    task = asyncio.create_task(invoke_tool(tool, context(org), '{"device": "slow-01", "service": "nginx"}'))
+    await asyncio.wait_for(entered.wait(), timeout=5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+    assert heard == [
+        ("ok", ""),
+        ("error", "Host key verification failed."),
+        ("killed", "stopped while running; the change may have been partly made"),
+    ]

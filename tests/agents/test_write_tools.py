@@ -99,7 +99,10 @@ async def test_approved_restart_on_a_local_device_reports_the_hosts_own_error(
     assert (
         proposal.payload["action"] == f"systemctl restart {UNIT}" and proposal.payload["target"] == "web-01"
     )
-    assert proposal.executed_at is not None and proposal.execution_status == "error"
+    # It ran and failed: the proposal says so, with the host's words, and never "executed".
+    assert proposal.executed_at is None and proposal.failed_at is not None
+    assert proposal.execution_status == "error" and expected in proposal.execution_error
+    assert proposal.outcome == "failed"
 
 
 async def test_restart_over_ssh_reports_the_remote_hosts_error(org, tools, settings, sshd):  # noqa: F811

@@ -132,21 +132,11 @@ async def test_a_rate_limited_update_is_retried_after_retry_after(app, alice, sl
     assert next(iter(slack.messages.values()))["text"].startswith("Fine.")
 
 
-async def test_a_sender_is_mapped_by_e_mail_or_asked_to_link(app, member, slack, agents_llm):
-    await sync_to_async(member.__class__.objects.filter(pk=member.pk).update)(email="alice@acme.example")
-    agents_llm.add("default", text("Hi Alice."))
-
-    await post_slack(app, "events", event("Ev1", "hello"))
-    await post_slack(app, "events", event("Ev2", "hello", user="U99", ts="1700000500.000500"))
-
-    [session] = await sessions_of(member)
-    assert len(agents_llm.seen["default"]) == 1
-    assert "Link your account" in slack.thread_texts("1700000500.000500")[0]
-
-
+@pytest.mark.parametrize("before, after", [("firing", "acknowledged"), ("resolved", "resolved")])
 async def test_an_approval_button_is_refused_to_others_and_executes_for_the_owner(
-    app, alice, org, slack, agents_llm, settings
+    app, alice, org, slack, agents_llm, settings, before, after
 ):
+    """Resolved before the owner approves: the acknowledgement fails, and the card says so."""
     import dataclasses
 
     from tests.support.gate import DUAL, ack_arguments, make_incident, make_user_agent
@@ -154,6 +144,7 @@ async def test_an_approval_button_is_refused_to_others_and_executes_for_the_owne
     settings.CONFIG = dataclasses.replace(settings.CONFIG, approval_timeout=30.0)
     await sync_to_async(make_user_agent)(org, DUAL, "dual-sign-required", ["acknowledge_incident"])
     incident = await sync_to_async(make_incident)(org)
+    await Incident.objects.filter(pk=incident.pk).aupdate(status=before)
     carol = await sync_to_async(create_user)("carol", "carol-pass-123", org, roles.MEMBER)
     await sync_to_async(link)(app, "U77", carol)
     brief = {"description": "Ack payments", "subagent_type": DUAL, "prompt": "Ack the incident."}
@@ -186,13 +177,18 @@ async def test_an_approval_button_is_refused_to_others_and_executes_for_the_owne
     ).status_code == 200
     await until(lambda: slack.ephemeral)
     assert "Only the chat's owner or an org admin" in slack.ephemeral[0]["text"]
-    assert (await Incident.objects.aget(pk=incident.pk)).status == "firing"
+    assert (await Incident.objects.aget(pk=incident.pk)).status == before
 
     await post_slack(app, "interactions", press("U42"), content_type=form)
 
-    assert (await Incident.objects.aget(pk=incident.pk)).status == "acknowledged"
+    assert (await Incident.objects.aget(pk=incident.pk)).status == after
     card = slack.messages[card_ts]
     assert "Approved by alice" in card["text"] and card["blocks"] == []
+    if before == "firing":
+        assert card["text"].rstrip().endswith("Executed.") and "Failed" not in card["text"]
+    else:
+        refusal = f"incident {incident.pk} is resolved; it cannot be acknowledged again"
+        assert f"Failed when it ran: {refusal}" in card["text"] and "Executed." not in card["text"]
     assert slack.thread_texts(TS)[0].startswith("Acknowledged it.")
 
 

@@ -284,6 +284,42 @@ def test_lockout_limits_are_configurable():
         production(ONGRID_LOGIN_FAILURE_LIMIT="0")
 
 
+# --- the API's schema and docs ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", ["/api/schema/", "/api/schema/?format=json", "/api/schema/?format=yaml"])
+def test_anonymous_callers_get_no_schema_but_a_json_error(path):
+    response = APIClient().get(path)
+    assert response.status_code in (401, 403) and response["Content-Type"].startswith("application/json")
+    assert response.json()["error"] == "Authentication credentials were not provided."
+    assert b"/api/sessions/" not in response.content
+
+
+def test_a_bad_token_gets_no_schema_either():
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION="Token ogt_not-a-real-token")
+    response = api.get("/api/schema/")
+    assert response.status_code in (401, 403) and "error" in response.json()
+
+
+def test_signed_in_users_get_the_schema_by_session_or_token(client, member):
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {ApiToken.issue(member)[1]}")
+    client.force_login(member)
+    for caller in (api, client):
+        response = caller.get("/api/schema/")
+        assert response.status_code == 200 and b"/api/sessions/{id}/messages/" in response.content
+
+
+@pytest.mark.parametrize("path", ["/api/docs/", "/api/docs/?script"])
+def test_the_docs_page_sends_anonymous_visitors_to_the_login_page(client, member, path):
+    response = client.get(path)
+    assert response.status_code == 302
+    assert response["Location"] == f"/accounts/login/?next={path.replace('?', '%3F')}"
+    client.force_login(member)
+    assert client.get(path).status_code == 200
+
+
 # --- API throttles ------------------------------------------------------------------------------
 
 
@@ -302,8 +338,9 @@ def test_an_api_user_over_the_rate_gets_429_json(member, monkeypatch):
 def test_anonymous_api_callers_have_their_own_rate(monkeypatch):
     monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", {"user": "3/minute", "anon": "1/minute"})
     api = APIClient()
-    assert api.get("/api/schema/").status_code == 200
-    assert api.get("/api/schema/").status_code == 429
+    assert api.get("/api/schema/").status_code in (401, 403)  # counted, then refused
+    throttled = api.get("/api/schema/")
+    assert throttled.status_code == 429 and "throttled" in throttled.json()["error"]
 
 
 def test_throttle_rates_are_configurable_and_checked(settings):

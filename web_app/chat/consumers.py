@@ -212,7 +212,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 return fragments.worker_started(self.turn, event, self.chat.pk, tile)
             case events.WorkerStatus() | events.WorkerEnded():
                 return self._tile_update(event)
-            case events.ProposalPending() | events.ProposalDecided():
+            case events.ProposalPending() | events.ProposalDecided() | events.ProposalExecuted():
                 return fragments.proposal_event(self.turn, event)
             case events.TurnEnded():
                 html = fragments.turn_ended(

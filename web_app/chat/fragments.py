@@ -290,8 +290,10 @@ def proposal_card(card: dict, oob: bool = False) -> str:
     return _oob("_proposal.html", p=card, oob=oob)
 
 
-def proposal_event(turn: int, event: events.ProposalPending | events.ProposalDecided) -> str:
-    """A pending proposal appends its card to the turn; a decided one redraws it in place."""
+def proposal_event(
+    turn: int, event: events.ProposalPending | events.ProposalDecided | events.ProposalExecuted
+) -> str:
+    """A pending proposal appends its card to the turn; a decided or executed one redraws it in place."""
     if isinstance(event, events.ProposalPending):
         return f'<div hx-swap-oob="beforeend:#activity-{turn}">{proposal_card(event.proposal)}</div>'
     return proposal_card(event.proposal, oob=True)

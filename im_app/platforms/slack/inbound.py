@@ -60,8 +60,8 @@ async def handle_event(app: IMApp, event: dict, client: SlackClient | None = Non
     user = event.get("user", "")
     sender = Sender(external_id=user, display_name=user, chat_id=event.get("channel", ""))
     if await sync_to_async(identities.linked_user)(app, user) is None:
-        email = await client.email_of(user)  # the org-level mapping by e-mail, when the scope allows
-        await sync_to_async(identities.link_by_email)(app, sender, email)
+        email = await client.email_of(user)  # a suggestion by e-mail, when the scope allows
+        await sync_to_async(identities.suggest_by_email)(app, sender, email)
     thread_ts = event.get("thread_ts") or event.get("ts")
     thread = SlackThread(client, event["channel"], thread_ts)
     text = MENTION.sub("", event.get("text") or "").strip()
@@ -114,7 +114,7 @@ async def handle_command(app: IMApp, form: dict, client: SlackClient | None = No
     user, channel = form.get("user_id", ""), form.get("channel_id", "")
     sender = Sender(external_id=user, display_name=form.get("user_name", user), chat_id=channel)
     if await sync_to_async(identities.linked_user)(app, user) is None:
-        await sync_to_async(identities.link_by_email)(app, sender, await client.email_of(user))
+        await sync_to_async(identities.suggest_by_email)(app, sender, await client.email_of(user))
     verdict = await sync_to_async(identities.resolve)(app, sender)
     if not verdict.allowed:
         return
