@@ -19,6 +19,7 @@ saved, a short reason (never the remote body) for the admin's "Test" actions.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 import socket
@@ -103,13 +104,13 @@ class _Guard:
             raise self._core.ConnectError(str(error)) from error
 
     def connect_tcp(self, host: str, port: int, **options: Any) -> Any:
-        for last, address in _last_flagged(self._addresses(host, port, allowed())):
-            try:
+        """Each checked address in the resolver's order until one answers (the name is never
+        resolved again, so the address dialled is one that was checked)."""
+        *others, last = self._addresses(host, port, allowed())
+        for address in others:
+            with contextlib.suppress(self._core.ConnectError, self._core.ConnectTimeout):
                 return self._inner.connect_tcp(str(address), port, **options)
-            except (self._core.ConnectError, self._core.ConnectTimeout):
-                if last:
-                    raise
-        raise self._core.ConnectError(f"no address for {host}")
+        return self._inner.connect_tcp(str(last), port, **options)
 
     def connect_unix_socket(self, *args: Any, **kwargs: Any) -> Any:
         raise EgressRefused(_("only TCP connections are allowed"))
@@ -123,23 +124,17 @@ class _AsyncGuard(_Guard):
 
     async def connect_tcp(self, host: str, port: int, **options: Any) -> Any:
         find = functools.partial(self._addresses, host, port, allowed())
-        for last, address in _last_flagged(await anyio.to_thread.run_sync(find)):
-            try:
+        *others, last = await anyio.to_thread.run_sync(find)
+        for address in others:
+            with contextlib.suppress(self._core.ConnectError, self._core.ConnectTimeout):
                 return await self._inner.connect_tcp(str(address), port, **options)
-            except (self._core.ConnectError, self._core.ConnectTimeout):
-                if last:
-                    raise
-        raise self._core.ConnectError(f"no address for {host}")
+        return await self._inner.connect_tcp(str(last), port, **options)
 
     async def connect_unix_socket(self, *args: Any, **kwargs: Any) -> Any:
         raise EgressRefused(_("only TCP connections are allowed"))
 
     async def sleep(self, seconds: float) -> None:
         await self._inner.sleep(seconds)
-
-
-def _last_flagged(addresses: list) -> list[tuple[bool, Any]]:
-    return [(index == len(addresses) - 1, address) for index, address in enumerate(addresses)]
 
 
 def _transports(http: Any, core: Any) -> tuple[type, type]:
@@ -197,8 +192,9 @@ def mcp_client(
     timeout: httpx2.Timeout | None = None,
     auth: httpx2.Auth | None = None,
 ) -> httpx2.AsyncClient:
-    """The mcp SDK's `httpx_client_factory` (its own follows no redirect: the SDK does, in origin)."""
-    options: dict[str, Any] = {"headers": headers, "timeout": timeout}
+    """The mcp SDK's `httpx_client_factory`, with the SDK's own defaults (30 s, reads 300 s; no
+    redirects: the SDK follows those that stay on the server's origin)."""
+    options: dict[str, Any] = {"headers": headers, "timeout": timeout or httpx2.Timeout(30.0, read=300.0)}
     if auth is not None:
         options["auth"] = auth
     return httpx2.AsyncClient(transport=AsyncTransport2(), trust_env=False, **options)

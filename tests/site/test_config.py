@@ -101,7 +101,8 @@ def test_the_egress_allow_list_comes_from_the_setting_and_the_deployments_own_ur
         }
     )
     allow = cfg.egress_allow
-    assert allow.allows_name("prometheus.monitoring", 9090) and not allow.allows_name("prometheus.monitoring", 80)
+    assert allow.allows_name("prometheus.monitoring", 9090)
+    assert not allow.allows_name("prometheus.monitoring", 80)
     assert allow.allows_address(ipaddress.ip_address("10.20.1.2"), 443)
     # What platform staff configured themselves is theirs to reach, on its port only.
     assert allow.allows_name("localhost", 9090) and not allow.allows_name("localhost", 8000)

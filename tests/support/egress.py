@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 import http.server
 import ssl
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -17,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from ops_app.core import egress
-from tests.support.httpd import make_certificate
+from tests.support.httpd import make_certificate, serving
 
 # What tests/conftest.py allows for the whole suite (and child processes get in their environment).
 LOOPBACK_ALLOWED = ("127.0.0.0/8", "::1", "localhost")
@@ -82,14 +81,8 @@ def loopback_listener(
         context.load_cert_chain(cert, key)
         server.socket = context.wrap_socket(server.socket, server_side=True)
         listener.scheme, listener.certificate = "https", cert.read_text()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(server):
         yield listener
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
 
 
 @pytest.fixture
