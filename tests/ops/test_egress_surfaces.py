@@ -7,6 +7,7 @@ a Test never shows what the remote answered, even where platform staff allow the
 
 from __future__ import annotations
 
+import json
 import logging
 
 import pytest
@@ -31,7 +32,7 @@ from ops_app.integrations.mcp_servers import discover_tools
 from ops_app.models import DataSource, Incident, LLMEndpoint, McpServer
 from schedules_app import runner, scheduler
 from schedules_app.models import Schedule, ScheduleRun
-from tests.support.egress import INTERNAL_ANSWER, allow
+from tests.support.egress import INTERNAL_ANSWER, allow, loopback_listener
 from tests.support.schedules import make_schedule
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -230,6 +231,18 @@ def test_im_test_connection_to_an_allowed_host_shows_no_answer(client, org_admin
     client.force_login(org_admin)
     assert action(client, "im_app_imapp", "check_connection", app) == ["Ops bot: failed: auth.test: HTTP 200"]
     assert listener.connections == 1
+
+
+def test_im_test_connection_shows_an_identity_as_plain_words_only(client, org_admin, org, settings):
+    answer = {"ok": True, "user": "<img src=x onerror=alert(1)>", "bot_id": "B1", "team": '{"secret": 1}'}
+    with loopback_listener(body=json.dumps(answer)) as slack:
+        allow(settings, f"127.0.0.1:{slack.port}")
+        app = IMApp.objects.create(
+            organization=org, platform="slack", name="Ops bot", api_base_url=slack.url, bot_token="x"
+        )
+        client.force_login(org_admin)
+        shown = action(client, "im_app_imapp", "check_connection", app)
+    assert shown == ["Ops bot: connected as ?img src?x onerror?alert(1)? (bot B1) in ??secret?: 1?"], shown
 
 
 @pytest.mark.parametrize("transport", ["streamable_http", "sse"])
