@@ -22,6 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 from unittest import mock
+from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -38,6 +39,7 @@ from django.core.management import call_command  # noqa: E402
 
 from fakes.llm_routing import agent_of, tool_messages  # noqa: E402
 from fakes.openai_server import FakeLLM, call, text, tool_calls  # noqa: E402
+from ops_app.core.egress import AllowList  # noqa: E402
 
 WORKERS, TOOL_CALLS = 3, 5
 TOOL_TIME: list[float] = []
@@ -211,6 +213,8 @@ if __name__ == "__main__":
             "openai_api_key": "bench",
             "openai_base_url": fake.base_url,
             "model": "fake-model",
+            # The fake listens on loopback: allowed as the environment's OPENAI_BASE_URL would be.
+            "egress_allow": AllowList.parse([urlsplit(fake.base_url).netloc]),
         }
     )
     try:

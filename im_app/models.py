@@ -9,6 +9,7 @@ from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from ops_app.core import outbound
 from ops_app.core.encryption import EncryptedTextField
 from ops_app.models.tenancy import TenantModel
 
@@ -126,6 +127,9 @@ class IMApp(TenantModel):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.get_platform_display()})"
+
+    def clean(self) -> None:
+        outbound.validate(api_base_url=self.api_base_url and outbound.refusal(self.api_base_url, base=True))
 
     @property
     def api_base(self) -> str:

@@ -8,6 +8,7 @@ from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from ops_app.core import outbound
 from ops_app.core.encryption import EncryptedTextField
 from ops_app.models import Incident, Severity
 from ops_app.models.tenancy import TenantModel
@@ -82,6 +83,9 @@ class InvestigationPolicy(TenantModel):
 
     def __str__(self) -> str:
         return f"Investigation policy of organization {self.organization_id}"
+
+    def clean(self) -> None:
+        outbound.validate(webhook_url=self.webhook_url and outbound.refusal(self.webhook_url))
 
 
 class Investigation(TenantModel):

@@ -18,6 +18,8 @@ from django.dispatch import receiver
 from chat_app.signals import investigation_finished
 from incidents_app.models import Investigation
 from incidents_app.policy import policy_for
+from ops_app.core import outbound
+from ops_app.core.egress import EgressRefused
 
 log = logging.getLogger(__name__)
 WEBHOOK_TIMEOUT = 5.0
@@ -74,7 +76,11 @@ def post_webhook(sender, investigation: Investigation, **kwargs) -> None:
     if policy.webhook_secret:
         headers[SIGNATURE_HEADER] = sign(body, policy.webhook_secret)
     try:
-        response = httpx.post(policy.webhook_url, content=body, headers=headers, timeout=WEBHOOK_TIMEOUT)
-        response.raise_for_status()
+        with outbound.client(timeout=WEBHOOK_TIMEOUT) as client:  # under the egress policy
+            client.post(policy.webhook_url, content=body, headers=headers).raise_for_status()
     except httpx.HTTPError as exc:
         log.warning("investigation %s: webhook delivery failed: %s", investigation.pk, type(exc).__name__)
+    except EgressRefused as refused:
+        log.warning(
+            "investigation %s: webhook refused by the egress policy: %s", investigation.pk, refused.reason
+        )

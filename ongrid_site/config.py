@@ -14,10 +14,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import dj_database_url
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+from ops_app.core.egress import AllowList
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -105,6 +108,9 @@ class Config:
     turns_per_process: int = 200
     # Toolset packages beside the built-in ones, importable dotted names (docs/extending.md).
     toolsets: tuple[str, ...] = ()
+    # Where outbound requests for organizations may go besides public addresses (docs/security.md,
+    # "Egress"): ONGRID_EGRESS_ALLOW plus the hosts of the deployment's own URLs.
+    egress_allow: AllowList = field(default_factory=AllowList)
 
     @property
     def uses_redis(self) -> bool:
@@ -294,6 +300,38 @@ def _toolsets(env: Mapping[str, str]) -> tuple[str, ...]:
     return tuple(packages)
 
 
+# The URLs platform staff set in the environment: their hosts are theirs to reach (the demo's local
+# Prometheus, an in-cluster model server), so the egress policy lets each through on its port.
+DEPLOYMENT_URLS = (
+    "PROMETHEUS_URL",
+    "LOKI_URL",
+    "TEMPO_URL",
+    "ALERTMANAGER_URL",
+    "OPENAI_BASE_URL",
+    "ONGRID_EVAL_JUDGE_BASE_URL",
+)
+
+
+def _egress_allow(env: Mapping[str, str]) -> AllowList:
+    """ONGRID_EGRESS_ALLOW (hosts, host:port, addresses, networks) and the deployment's URLs."""
+    try:
+        allow = AllowList.parse(_list(env, "ONGRID_EGRESS_ALLOW", ""))
+    except ValueError as exc:
+        raise ConfigError(
+            f"ONGRID_EGRESS_ALLOW: {exc} (e.g. prometheus.monitoring:9090,10.20.0.0/16)"
+        ) from None
+    for name in DEPLOYMENT_URLS:
+        parts = urlsplit(_optional(env, name) or "")
+        if not parts.hostname:
+            continue
+        host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+        try:
+            allow |= AllowList.parse([f"{host}:{parts.port or (443 if parts.scheme == 'https' else 80)}"])
+        except ValueError:
+            raise ConfigError(f"{name} is not a valid URL: {env[name]!r}.") from None
+    return allow
+
+
 def load(env: Mapping[str, str] | None = None) -> Config:
     """Build the configuration from `env` (default: the process environment)."""
     env = os.environ if env is None else env
@@ -364,4 +402,5 @@ def load(env: Mapping[str, str] | None = None) -> Config:
         email_from=env.get("ONGRID_EMAIL_FROM") or "ongrid@localhost",
         turns_per_process=int(_number(env, "ONGRID_TURNS_PER_PROCESS", 200, int, 1)),
         toolsets=_toolsets(env),
+        egress_allow=_egress_allow(env),
     )

@@ -10,6 +10,8 @@ enabled IM app's summary channel of the schedule's organization (docs/im.md).
 
 Webhooks carry JSON signed with HMAC-SHA256 over the exact body bytes, in the header
 `X-Ongrid-Signature: sha256=<hex>`; the secret is the schedule's encrypted `webhook_secret`.
+They go out under the egress policy (docs/security.md, "Egress"); the outcome is the status or
+a short reason, never the receiver's answer.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from django.core.mail import send_mail
 from django.utils import translation
 
 from chat_app.signals import schedule_delivered
+from ops_app.core import outbound
+from ops_app.core.egress import EgressRefused
 from ops_app.models import Membership
 from schedules_app.models import Schedule
 
@@ -101,9 +105,13 @@ def _webhook(schedule: Schedule, message: Message) -> str:
     if schedule.webhook_secret:
         headers[SIGNATURE_HEADER] = sign(schedule.webhook_secret, body)
     try:
-        response = httpx.post(schedule.webhook_url, content=body, headers=headers, timeout=WEBHOOK_TIMEOUT)
+        with outbound.client(timeout=WEBHOOK_TIMEOUT) as client:  # under the egress policy
+            response = client.post(schedule.webhook_url, content=body, headers=headers)
     except httpx.HTTPError as exc:
         raise DeliveryError(f"webhook unreachable: {type(exc).__name__}") from None
+    except EgressRefused as refused:
+        log.warning("schedule %s: webhook refused by the egress policy: %s", schedule.pk, refused.reason)
+        raise DeliveryError(f"webhook refused by the egress policy: {refused.reason}") from None
     if response.status_code >= 300:
         raise DeliveryError(f"webhook answered HTTP {response.status_code}")
     return f"HTTP {response.status_code}"

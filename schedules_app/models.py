@@ -14,6 +14,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from ops_app.core import outbound
 from ops_app.core.encryption import EncryptedTextField
 from ops_app.models import Organization
 from ops_app.models.tenancy import TenantModel
@@ -122,6 +123,8 @@ class Schedule(TenantModel):
                 errors["timezone"] = _("Unknown time zone %(zone)s.") % {"zone": repr(self.timezone)}
         if self.kind == self.Kind.INSPECTION and not self.prompt.strip():
             errors["prompt"] = _("An inspection needs a prompt.")
+        if self.webhook_url and (problem := outbound.refusal(self.webhook_url)):
+            errors["webhook_url"] = problem
         if errors:
             raise ValidationError(errors)
 

@@ -6,9 +6,11 @@ import pytest
 from channels.layers import channel_layers
 from django.utils import translation
 
+from ops_app.core.egress import AllowList
 from ops_app.models import Organization
 from ops_app.tenancy import roles
 from ops_app.tenancy.accounts import create_organization, create_user
+from tests.support.egress import LOOPBACK_ALLOWED
 
 # Fixture plugins for the whole suite, registered once here (not per module) so that pytest can
 # rewrite their assertions whichever test imports them first.
@@ -18,6 +20,7 @@ pytest_plugins = [
     "tests.support.browser",
     "tests.support.asyncdb",
     "tests.support.live_wsgi",
+    "tests.support.egress",
 ]
 
 
@@ -42,6 +45,14 @@ def _no_automatic_investigations(settings) -> None:
     """Incidents created by unrelated tests do not start investigations in the background; the
     investigation tests turn it back on (tests/support/investigations.py)."""
     settings.CONFIG = dataclasses.replace(settings.CONFIG, auto_investigate=False)
+
+
+@pytest.fixture(autouse=True)
+def _egress_allows_loopback(settings) -> None:
+    """The suite's fakes (the LLM, Prometheus, MCP and IM servers, webhook receivers) listen on
+    loopback, which the egress policy refuses: the whole suite allows it, as platform staff would
+    with ONGRID_EGRESS_ALLOW. The egress tests clear it (tests/support/egress.py)."""
+    settings.CONFIG = dataclasses.replace(settings.CONFIG, egress_allow=AllowList.parse(LOOPBACK_ALLOWED))
 
 
 @pytest.fixture

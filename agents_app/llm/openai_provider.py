@@ -19,6 +19,8 @@ import openai
 
 from agents_app.llm.base import LLMCompletion, LLMDelta, LLMError, LLMEvent, ToolCall
 from audit_app.redaction import redact_text
+from ops_app.core import outbound
+from ops_app.core.egress import EgressRefused
 
 logger = logging.getLogger(__name__)
 
@@ -31,7 +33,13 @@ def _client_for_loop(api_key: str, base_url: str | None, timeout: float) -> open
     per_loop = _CLIENTS.setdefault(loop, {})
     key = (api_key, base_url, timeout)
     if key not in per_loop:
-        per_loop[key] = openai.AsyncOpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0)
+        per_loop[key] = openai.AsyncOpenAI(
+            api_key=api_key,
+            base_url=base_url,
+            timeout=timeout,
+            max_retries=0,
+            http_client=outbound.async_llm_client(),  # under the egress policy (docs/security.md)
+        )
     return per_loop[key]
 
 
@@ -137,6 +145,11 @@ class OpenAIProvider:
                             finish_reason = choice.finish_reason
         except openai.APIError as error:
             raise _translate(error, model, self.base_url) from error
+        except EgressRefused as refused:  # not retried: it would be refused again
+            endpoint = self.base_url or "the OpenAI API"
+            raise LLMError(
+                f"the LLM endpoint {endpoint} is refused by the egress policy: {refused.reason}"
+            ) from None
         except Exception as error:  # transport failures the SDK does not wrap mid-stream
             if type(error).__module__.split(".")[0] in {"httpx", "httpx2", "httpcore"}:
                 raise LLMError(

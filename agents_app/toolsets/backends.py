@@ -3,8 +3,9 @@ a kind, a GET against it, the backend's own error message, and series summaries.
 
 A backend that is not configured gives a "not configured" result (the LLM should stop trying);
 a backend that refuses the query gives a ToolError carrying the backend's own message (the LLM
-should correct the query). Results are summarised: a range query never returns more than the
-point budget per series (docs/estate.md).
+should correct the query); one the egress policy refuses (docs/security.md) a ToolError saying
+so. Results are summarised: a range query never returns more than the point budget per series
+(docs/estate.md).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import math
 import httpx
 
 from agents_app.toolsets.contract import ToolContext, ToolError
+from ops_app.core.egress import EgressRefused
 from ops_app.core.timeutil import TimeParseError, iso, parse_time
 from ops_app.integrations import datasources
 from ops_app.integrations.datasources import Endpoint
@@ -61,6 +63,10 @@ async def get(backend: str, target: Endpoint, path: str, params: dict) -> httpx.
         raise ToolError(f"{backend} did not answer within {target.timeout:g} s ({url})") from None
     except httpx.HTTPError as exc:
         raise ToolError(f"{backend} is unreachable at {url}: {exc}") from None
+    except EgressRefused as refused:
+        raise ToolError(
+            f"{backend} at {target.url} is refused by the egress policy: {refused.reason}"
+        ) from None
 
 
 def backend_error(backend: str, response: httpx.Response) -> ToolError:

@@ -3,6 +3,8 @@ retried after the delay the platform asked for, a bounded number of times.
 
 Telegram puts the delay in the body (`parameters.retry_after`), Slack in the `Retry-After`
 header, Feishu in `x-ogw-ratelimit-reset`; all are read here, so no client can forget to honour them.
+Every call goes out under the egress policy (docs/security.md, "Egress"): a base URL the policy
+refuses is a PlatformError like any refusal, so every caller already handles it.
 """
 
 from __future__ import annotations
@@ -11,6 +13,9 @@ import asyncio
 import logging
 
 import httpx
+
+from ops_app.core import outbound
+from ops_app.core.egress import EgressRefused
 
 log = logging.getLogger(__name__)
 
@@ -47,9 +52,14 @@ async def send(
 ) -> httpx.Response:
     """One request, retried after each 429 as the platform asks. `what` names the call in logs
     (the URL may hold a bot token, so it is never logged)."""
-    async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+    async with outbound.async_client(timeout=TIMEOUT) as client:  # under the egress policy
         for attempt in range(MAX_RATE_LIMIT_RETRIES + 1):
-            response = await client.request(method, url, json=json, data=data, headers=headers)
+            try:
+                response = await client.request(method, url, json=json, data=data, headers=headers)
+            except EgressRefused as refused:
+                raise PlatformError(
+                    f"{what or method}: refused by the egress policy: {refused.reason}"
+                ) from refused
             if response.status_code != 429 or attempt == MAX_RATE_LIMIT_RETRIES:
                 return response
             wait = retry_after(response)

@@ -6,7 +6,7 @@ import json
 from django import forms
 from django.contrib import admin, messages
 from django.utils.html import format_html
-from django.utils.translation import gettext, pgettext
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from ops_app.admin.scoping import TenantScopedAdmin
@@ -122,15 +122,25 @@ class LLMEndpointAdmin(TenantScopedAdmin):
         for endpoint in queryset:
             listing = llm_endpoints.list_models(endpoint)
             if listing.ok:
-                served = ", ".join(listing.models) or pgettext("no model served", "none")
-                values = {"name": endpoint.name, "models": served, "default": repr(endpoint.default_model)}
+                # How many, and whether the default is one: the names are the endpoint's answer,
+                # which a Test never shows back (docs/security.md, "Egress").
+                values = {
+                    "name": endpoint.name,
+                    "count": len(listing.models),
+                    "default": repr(endpoint.default_model),
+                }
                 if endpoint.default_model in listing.models:
-                    message = gettext("%(name)s serves: %(models)s")
+                    message = gettext(
+                        "%(name)s answers: it serves the default model %(default)s (models served: %(count)s)"
+                    )
+                    level = messages.SUCCESS
                 else:
                     message = gettext(
-                        "%(name)s serves: %(models)s (the default model %(default)s is not among them)"
+                        "%(name)s answers, but the default model %(default)s is not among the models "
+                        "it serves (models served: %(count)s)"
                     )
-                self.message_user(request, message % values, messages.SUCCESS)
+                    level = messages.WARNING
+                self.message_user(request, message % values, level)
             else:
                 message = gettext("%(name)s FAILED: %(error)s") % {
                     "name": endpoint.name,

@@ -15,7 +15,10 @@ from dataclasses import dataclass, field
 import httpx
 from django.conf import settings
 from django.db import transaction
+from django.utils.translation import gettext
 
+from ops_app.core import outbound
+from ops_app.core.egress import EgressRefused
 from ops_app.models import DataSource, Organization
 
 Kind = DataSource.Kind
@@ -26,12 +29,13 @@ ENVIRONMENT = {
     Kind.ALERTMANAGER: "alertmanager_url",
 }
 VARIABLE = {kind: attribute.upper() for kind, attribute in ENVIRONMENT.items()}
-# What "Test connection" asks each kind (the first must answer 2xx; the rest are shown).
+# What "Test connection" asks each kind: paths, each with how to recognise the answer (None: any
+# 2xx will do). Only the status and that verdict are shown, never the answer itself.
 PROBES = {
-    Kind.PROMETHEUS: ("/-/ready", "/api/v1/status/buildinfo"),
-    Kind.ALERTMANAGER: ("/api/v2/status",),
-    Kind.LOKI: ("/ready",),
-    Kind.TEMPO: ("/ready",),
+    Kind.PROMETHEUS: (("/-/ready", None), ("/api/v1/status/buildinfo", "prometheus")),
+    Kind.ALERTMANAGER: (("/api/v2/status", "alertmanager"),),
+    Kind.LOKI: (("/ready", None),),
+    Kind.TEMPO: (("/ready", None),),
 }
 
 
@@ -52,12 +56,15 @@ class Endpoint:
     ca_bundle: str = ""
 
     def client(self, timeout: float | None = None) -> httpx.AsyncClient:
-        return httpx.AsyncClient(
+        """A client under the egress policy (docs/security.md, "Egress")."""
+        return outbound.async_client(
             timeout=timeout or self.timeout, headers=self.headers, auth=self.auth, verify=self._verify()
         )
 
     def sync_client(self) -> httpx.Client:
-        return httpx.Client(timeout=self.timeout, headers=self.headers, auth=self.auth, verify=self._verify())
+        return outbound.client(
+            timeout=self.timeout, headers=self.headers, auth=self.auth, verify=self._verify()
+        )
 
     def _verify(self) -> bool | ssl.SSLContext:
         if not self.verify_tls:
@@ -88,7 +95,7 @@ def endpoint_of(source: DataSource) -> Endpoint:
         headers.update(parse_headers(source.custom_headers))
     return Endpoint(
         name=source.name,
-        url=source.url.rstrip("/"),
+        url=source.url.split("#")[0].split("?")[0].rstrip("/"),  # a base: paths are appended
         timeout=source.timeout,
         headers=headers,
         auth=auth,
@@ -181,20 +188,50 @@ class ProbeAnswer:
 
 
 def check_connection(source: DataSource) -> ProbeAnswer:
-    """Ask the back end its readiness / status endpoints; the answer is shown to the admin."""
+    """Ask the back end its readiness / status endpoints. The admin is shown the status of each
+    answer and whether it is the API of that kind, or a short reason (refused by the egress policy,
+    connection refused, TLS error...). Never the answer's body: a URL pointing at some internal
+    service must not make Ongrid read that service out to the admin."""
     target = endpoint_of(source)
     lines, ok = [], True
     try:
         with target.sync_client() as client:
-            for path in PROBES[source.kind]:
+            for path, api in PROBES[source.kind]:
                 response = client.get(target.url + path)
-                body = " ".join(response.text.split())[:300]
-                lines.append(f"GET {path}: HTTP {response.status_code} {body}")
-                ok = ok and response.is_success
-    except httpx.HTTPError as error:
-        lines.append(f"{target.url} is unreachable: {type(error).__name__}: {error}")
+                recognised, verdict = _verdict(response, api)
+                lines.append(f"GET {path}: {verdict}")
+                ok = ok and recognised
+    except (httpx.HTTPError, EgressRefused) as error:
+        lines.append(f"{target.url}: {outbound.failure_reason(error)}")
         ok = False
-    except ssl.SSLError as error:
+    except ssl.SSLError as error:  # building the TLS context, before any connection
         lines.append(f"the CA bundle is not valid PEM: {error}")
         ok = False
     return ProbeAnswer(ok, lines)
+
+
+def _verdict(response: httpx.Response, api: str | None) -> tuple[bool, str]:
+    """(is it the back end we expect, the words that say so); a 2xx is all a readiness path gives."""
+    status = response.status_code
+    if api is None or not response.is_success:
+        return response.is_success, outbound.status_reason(status)
+    values = {"status": status, "kind": Kind(api).label}
+    if _speaks(response, api):
+        return True, gettext("HTTP %(status)s, the %(kind)s API") % values
+    return False, gettext("HTTP %(status)s, but not the %(kind)s API") % values
+
+
+def _speaks(response: httpx.Response, api: str) -> bool:
+    try:
+        body = response.json()
+    except ValueError:
+        return False
+    if not isinstance(body, dict):
+        return False
+    if api == Kind.PROMETHEUS:
+        return (
+            body.get("status") == "success"
+            and isinstance(body.get("data"), dict)
+            and "version" in body["data"]
+        )
+    return "versionInfo" in body or "cluster" in body  # Alertmanager's /api/v2/status

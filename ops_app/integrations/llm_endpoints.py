@@ -1,5 +1,5 @@
 """An organization's LLM endpoints (docs/integrations.md): the one write (keeping one default),
-the lookup the agents use, and the admin's "Test" (which models does the endpoint serve?)."""
+the lookup the agents use, and the admin's "Test" (does the endpoint serve the default model?)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,10 @@ from dataclasses import dataclass
 
 import openai
 from django.db import transaction
+from django.utils.translation import gettext
 
+from ops_app.core import outbound
+from ops_app.core.egress import EgressRefused
 from ops_app.models import LLMEndpoint
 
 
@@ -40,18 +43,25 @@ class ModelListing:
 
 
 def list_models(endpoint: LLMEndpoint) -> ModelListing:
-    """The models the endpoint serves (`GET /models`); the error names no key."""
+    """The models the endpoint serves (`GET /models`, under the egress policy). A failure is a
+    short reason (the key refused, HTTP 404, refused by the egress policy, connection refused...):
+    never the answer's body, nor the key."""
     client = openai.OpenAI(
         api_key=endpoint.api_key or "not-set",
         base_url=endpoint.base_url or None,
         timeout=min(endpoint.timeout, 30.0),
         max_retries=0,
+        http_client=outbound.llm_client(),
     )
     try:
         return ModelListing(True, sorted(model.id for model in client.models.list()))
     except openai.AuthenticationError:
         return ModelListing(False, [], "the endpoint refused the API key")
-    except openai.APIError as error:
-        return ModelListing(False, [], f"{type(error).__name__}: {getattr(error, 'message', '')}"[:300])
+    except openai.APIStatusError as error:
+        return ModelListing(False, [], outbound.status_reason(error.status_code))
+    except (openai.APIConnectionError, EgressRefused) as error:  # timeouts too; the cause says which
+        return ModelListing(False, [], outbound.failure_reason(error))
+    except (openai.APIError, ValueError, TypeError, AttributeError):
+        return ModelListing(False, [], gettext("the answer is not an OpenAI-compatible list of models"))
     finally:
         client.close()

@@ -31,6 +31,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import CONNECTION_CLOSED
 
+from ops_app.core import egress, outbound
 from ops_app.integrations.datasources import parse_headers
 from ops_app.models import McpServer
 
@@ -91,9 +92,14 @@ def _transport(spec: ServerSpec, stack: contextlib.AsyncExitStack) -> Any:
             )
         argv = shlex.split(spec.command)
         return stdio_client(StdioServerParameters(command=argv[0], args=argv[1:]))
+    # HTTP and SSE go through the egress policy: checked here for a clear answer before the SDK
+    # starts its tasks, and again by the client's transport on every connection it opens.
+    egress.check_url(spec.url, outbound.allowed())
     if spec.transport == McpServer.Transport.SSE:
-        return sse_client(spec.url, headers=spec.headers, timeout=CONNECT_TIMEOUT)
-    http = httpx2.AsyncClient(
+        return sse_client(
+            spec.url, headers=spec.headers, timeout=CONNECT_TIMEOUT, httpx_client_factory=outbound.mcp_client
+        )
+    http = outbound.mcp_client(
         headers=spec.headers, timeout=httpx2.Timeout(CONNECT_TIMEOUT, read=spec.timeout)
     )
     stack.push_async_callback(http.aclose)
@@ -107,9 +113,24 @@ def _unavailable(spec: ServerSpec, error: BaseException) -> McpUnavailable:
 
 
 def _reason(error: BaseException) -> str:
-    """The innermost cause of an (exception group of) transport failures, in a few words."""
+    """The innermost cause of an (exception group of) transport failures, in a few words: its kind
+    only (`outbound.failure_reason`: refused by the egress policy, connection refused...), never
+    its text, which may quote whatever the URL answered (discovery errors are shown to the admin)."""
     while isinstance(error, BaseExceptionGroup) and error.exceptions:
         error = error.exceptions[0]
+    if isinstance(error, MCPError):
+        return (
+            "the server closed the connection"
+            if error.code == CONNECTION_CLOSED
+            else f"MCP error {error.code}"
+        )
+    if isinstance(error, httpx2.HTTPStatusError):
+        return outbound.status_reason(error.response.status_code)
+    return outbound.failure_reason(error)
+
+
+def _answer(error: MCPError) -> str:
+    """The server's own words for a call it refused (unknown tool, invalid params...), for the model."""
     text = str(error).strip()
     return f"{type(error).__name__}: {text}"[:300] if text else type(error).__name__
 
@@ -186,7 +207,7 @@ class _Session:
                                 pending.set_exception(_unavailable(self.spec, error))
                             return
                         if not pending.done():  # an answer, not a broken session: keep it
-                            pending.set_exception(McpCallError(_reason(error)))
+                            pending.set_exception(McpCallError(_answer(error)))
                         pending = None
                         continue
                     except Exception as error:  # noqa: BLE001 - the session is suspect now: drop it

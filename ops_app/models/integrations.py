@@ -10,6 +10,7 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from ops_app.core import outbound
 from ops_app.core.encryption import EncryptedTextField
 from ops_app.models.tenancy import TenantModel
 
@@ -88,6 +89,10 @@ class DataSource(TenantModel):
             raise ValidationError({"timeout": _("Between 0.5 and 300 seconds.")})
         if self.auth == self.Auth.BASIC and not self.username:
             raise ValidationError({"username": _("Basic authentication needs a user name.")})
+        outbound.validate(
+            url=outbound.refusal(self.url, base=True),
+            custom_headers=outbound.header_refusal(self.custom_headers),
+        )
 
 
 class LLMEndpoint(TenantModel):
@@ -143,6 +148,7 @@ class LLMEndpoint(TenantModel):
             raise ValidationError({"timeout": _("Between 1 and 600 seconds.")})
         if self.max_retries is not None and self.max_retries > 10:
             raise ValidationError({"max_retries": _("At most 10.")})
+        outbound.validate(base_url=self.base_url and outbound.refusal(self.base_url))
 
 
 MCP_NAME = RegexValidator(r"^[a-z0-9][a-z0-9-]{0,39}$", _("Lower-case letters, digits and dashes (max 40)."))
@@ -217,6 +223,10 @@ class McpServer(TenantModel):
             raise ValidationError({"url": _("This transport needs the server's URL.")})
         if self.timeout is not None and not 1 <= self.timeout <= 600:
             raise ValidationError({"timeout": _("Between 1 and 600 seconds.")})
+        outbound.validate(
+            url=self.transport != self.Transport.STDIO and outbound.refusal(self.url),
+            headers=outbound.header_refusal(self.headers),
+        )
 
 
 class McpTool(TenantModel):

@@ -117,7 +117,9 @@ async def test_without_an_endpoint_the_deployment_environment_is_used(
     assert (await LLMCall.objects.aget()).endpoint == ""
 
 
-def test_api_key_is_encrypted_and_the_admin_test_lists_models(client, org, org_admin, two_model_servers):
+def test_api_key_is_encrypted_and_the_admin_test_finds_the_default_model(
+    client, org, org_admin, two_model_servers
+):
     acme, _ = two_model_servers
     client.force_login(org_admin)
     form = {
@@ -142,7 +144,10 @@ def test_api_key_is_encrypted_and_the_admin_test_lists_models(client, org, org_a
         {"action": "test_endpoint", "_selected_action": [endpoint.pk]},
         follow=True,
     )
-    assert [str(m) for m in response.context["messages"]] == ["acme-vllm serves: acme-model, acme-small"]
+    # How many models and whether the default is one: not their names, which are the endpoint's answer.
+    assert [str(m) for m in response.context["messages"]] == [
+        "acme-vllm answers: it serves the default model 'acme-model' (models served: 2)"
+    ]
 
     LLMEndpoint.objects.filter(pk=endpoint.pk).update(api_key="sk-wrong")
     response = client.post(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import subprocess
 import sys
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from ongrid_site import config
+from ops_app.core.egress import AllowList
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -87,3 +89,27 @@ def test_the_public_url_for_im_links_defaults_to_the_local_server_and_loses_a_tr
     assert config.load({"SECRET_KEY": "k", "ONGRID_PUBLIC_URL": "https://ops.example/"}).public_url == (
         "https://ops.example"
     )
+
+
+def test_the_egress_allow_list_comes_from_the_setting_and_the_deployments_own_urls():
+    cfg = config.load(
+        {
+            "SECRET_KEY": "k",
+            "ONGRID_EGRESS_ALLOW": "prometheus.monitoring:9090, 10.20.0.0/16",
+            "PROMETHEUS_URL": "http://localhost:9090",
+            "OPENAI_BASE_URL": "https://[fd00::5]/v1",
+        }
+    )
+    allow = cfg.egress_allow
+    assert allow.allows_name("prometheus.monitoring", 9090)
+    assert not allow.allows_name("prometheus.monitoring", 80)
+    assert allow.allows_address(ipaddress.ip_address("10.20.1.2"), 443)
+    # What platform staff configured themselves is theirs to reach, on its port only.
+    assert allow.allows_name("localhost", 9090) and not allow.allows_name("localhost", 8000)
+    assert allow.allows_address(ipaddress.ip_address("fd00::5"), 443)
+    assert config.load({"SECRET_KEY": "k"}).egress_allow == AllowList()
+
+
+def test_a_malformed_egress_allow_entry_stops_startup_naming_it():
+    with pytest.raises(config.ConfigError, match="ONGRID_EGRESS_ALLOW: 'http://x' is not a host"):
+        config.load({"SECRET_KEY": "k", "ONGRID_EGRESS_ALLOW": "10.0.0.0/8,http://x"})

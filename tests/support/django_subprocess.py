@@ -18,6 +18,8 @@ from urllib.parse import quote
 
 from django.db import connection
 
+from tests.support.egress import LOOPBACK_ALLOWED
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -47,6 +49,7 @@ def child_env(**extra: str) -> dict[str, str]:
         "DATABASE_URL": test_database_url(),
         "PYTHONPATH": str(ROOT),
         "ONGRID_ALLOW_LOCAL_DEVICE": os.environ.get("ONGRID_ALLOW_LOCAL_DEVICE") or "1",  # as conftest
+        "ONGRID_EGRESS_ALLOW": ",".join(LOOPBACK_ALLOWED),  # the fakes on loopback, as conftest
     }
     env.update(extra)
     return env
@@ -64,6 +67,7 @@ class DjangoProcess:
             "ONGRID_DATA_DIR": str(data_dir),
             "PYTHONPATH": str(ROOT),
             "ONGRID_ALLOW_LOCAL_DEVICE": os.environ.get("ONGRID_ALLOW_LOCAL_DEVICE") or "1",
+            "ONGRID_EGRESS_ALLOW": ",".join(LOOPBACK_ALLOWED),
         }
         preamble = "import django, sys\ndjango.setup()\n"
         self.proc = subprocess.Popen(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import http.server
 import socket
+import socketserver
 import ssl
 import subprocess
 import threading
@@ -71,6 +72,19 @@ def serve(tls_dir: Path | None = None, days: int = 30) -> Iterator[str]:
     thread.start()
     try:
         yield f"{scheme}://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+@contextmanager
+def serving(server: socketserver.BaseServer) -> Iterator[None]:
+    """Serve `server` in a thread for the duration of the block, then shut it down."""
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield
     finally:
         server.shutdown()
         server.server_close()

@@ -9,6 +9,7 @@ import httpx
 
 from agents_app.toolsets.alertmanager.manifest import CREATE_SILENCE
 from agents_app.toolsets.contract import ToolContext, ToolError
+from ops_app.core.egress import EgressRefused
 from ops_app.integrations import datasources
 
 # Labels whose equality matcher pins a silence to one machine.
@@ -72,6 +73,10 @@ async def create_silence(
             response = await client.post(f"{target.url}/api/v2/silences", json=body)
     except httpx.HTTPError as error:
         raise ToolError(f"Alertmanager is unreachable: {type(error).__name__}: {error}") from None
+    except EgressRefused as refused:
+        raise ToolError(
+            f"Alertmanager at {target.url} is refused by the egress policy: {refused.reason}"
+        ) from None
     if response.status_code >= 400:
         raise ToolError(f"Alertmanager refused the silence ({response.status_code}): {response.text[:500]}")
     silence_id = response.json().get("silenceID", "")

@@ -17,6 +17,7 @@ from django.db.models import Count, Q
 from agents_app.toolsets.contract import ToolContext, ToolError
 from agents_app.toolsets.incidents.manifest import INCIDENT_STATUSES, QUERY_ALERT_RULES, SEVERITIES
 from agents_app.toolsets.records import MAX_LIMIT, choice_of, limit_of, time_of
+from ops_app.core.egress import EgressRefused
 from ops_app.core.timeutil import iso
 from ops_app.estate.correlation import change_summary, correlate, incident_nodes
 from ops_app.estate.topology import node_summary
@@ -233,6 +234,11 @@ async def _live_rules(target: Endpoint | None, name: str | None, severity: str |
         body = response.json()
     except (httpx.HTTPError, ValueError) as exc:
         return {"status": "error", "message": f"Prometheus rules API unreachable: {exc}"}
+    except EgressRefused as refused:
+        return {
+            "status": "error",
+            "message": f"Prometheus at {target.url} is refused by the egress policy: {refused.reason}",
+        }
     if body.get("status") != "success":
         return {"status": "error", "message": body.get("error") or f"HTTP {response.status_code}"}
     rules = []

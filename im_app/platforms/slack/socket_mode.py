@@ -28,6 +28,8 @@ from im_app.models import IMApp
 from im_app.platforms.http import PlatformError
 from im_app.platforms.slack import inbound
 from im_app.platforms.slack.client import socket_mode_url
+from ops_app.core import outbound
+from ops_app.core.egress import EgressRefused
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +78,15 @@ async def _connection(app: IMApp, stop: asyncio.Event) -> str:
     url = await unless_stopped(socket_mode_url(app), stop)
     if url is None:
         return "closed"
-    async with websockets.connect(url, open_timeout=OPEN_TIMEOUT, max_size=2**22) as socket:
+    try:  # the URL is the answer of the app's API base: it obeys the egress policy like a request
+        address = await outbound.websocket_address(url)
+    except EgressRefused as refused:
+        raise PlatformError(
+            f"the Socket Mode URL is refused by the egress policy: {refused.reason}"
+        ) from refused
+    # Connect to the checked address; the URL's host name stays the Host header and the TLS name.
+    connecting = websockets.connect(url, host=address, proxy=None, open_timeout=OPEN_TIMEOUT, max_size=2**22)
+    async with connecting as socket:
         closer = asyncio.ensure_future(_close_on(stop, socket))
         try:
             async for raw in socket:
