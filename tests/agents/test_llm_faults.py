@@ -1,0 +1,171 @@
+"""The LLM endpoint failing (issue 28 part E): rate limits with Retry-After, bursts of 5xx, and an
+endpoint that hangs, through the real SDK against the fake server, in whole chat turns.
+
+Timing assertions measure elapsed time on the fake server's request timestamps; nothing sleeps."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from email.utils import format_datetime
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from channels.layers import get_channel_layer
+
+from agents_app.llm.openai_provider import retry_after_seconds
+from agents_app.runtime.core import Runtime
+from chat_app import services
+from chat_app.groups import session_group
+from chat_app.models import ChatMessage, ChatSession, MessageRole, SessionStatus
+from fakes.openai_server import error, held, stalled, text
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def chat(member):
+    return services.start_chat(member)
+
+
+@pytest.fixture
+def llm(agents_llm, settings):
+    """The product's LLM on the fake, with the deployment's retry policy (3 retries) and a short
+    ONGRID_LLM_TIMEOUT, so a hang ends within the test's patience."""
+    settings.CONFIG = dataclasses.replace(settings.CONFIG, llm_max_retries=3, llm_timeout=2.0)
+    return agents_llm
+
+
+async def ask(chat, question: str):
+    await services.abegin_turn(chat.pk, question)
+    clock = time.monotonic()
+    result = await Runtime().run_turn(chat.pk)
+    return result, time.monotonic() - clock
+
+
+async def listening(chat):
+    """A channel in the chat's group, as every open chat page has one."""
+    layer = get_channel_layer()
+    channel = await layer.new_channel()
+    await layer.group_add(session_group(chat.pk), channel)
+    return layer, channel
+
+
+async def drain(layer, channel) -> list[dict]:
+    """Every event published to the group until the turn ended."""
+    seen: list[dict] = []
+    async with asyncio.timeout(30):
+        while not seen or seen[-1]["event"] != "turn.ended":
+            seen.append((await layer.receive(channel))["event"])
+    return seen
+
+
+def gaps(fake) -> list[float]:
+    at = [r.at for r in fake.chat_requests]
+    return [later - earlier for earlier, later in zip(at, at[1:], strict=False)]
+
+
+async def idle_with_the_question_kept(chat, question: str) -> ChatSession:
+    row = await ChatSession.objects.aget(pk=chat.pk)
+    assert row.status == SessionStatus.IDLE
+    asked = await ChatMessage.objects.filter(session=chat, role=MessageRole.USER).alast()
+    assert asked is not None and asked.content == question
+    return row
+
+
+# ---- Retry-After --------------------------------------------------------------------------------
+
+
+async def test_a_429_with_retry_after_is_retried_no_sooner_than_asked(chat, llm, fake_llm):
+    llm.add("default", error(429, "slow down", retry_after=2), text("The disk is 91% full."))
+    result, _ = await ask(chat, "how full is the disk?")
+    assert result.status == "completed" and result.text == "The disk is 91% full."
+    assert len(fake_llm.chat_requests) == 2
+    assert gaps(fake_llm)[0] >= 2.0
+
+
+async def test_retry_after_ms_on_a_503_is_honoured(chat, llm, fake_llm):
+    llm.add("default", error(503, "overloaded", retry_after_ms=1500), text("back"))
+    result, _ = await ask(chat, "hello")
+    assert result.text == "back"
+    assert gaps(fake_llm)[0] >= 1.5
+
+
+async def test_a_retry_after_above_the_cap_fails_at_once_with_the_reason(chat, llm, fake_llm):
+    llm.add("default", error(429, "quota", retry_after=600), text("never reached"))
+    result, elapsed = await ask(chat, "hello")
+    assert result.status == "failed" and elapsed < 2.0
+    assert "the model asked to wait 600 s" in result.error
+    assert "ONGRID_LLM_RETRY_AFTER_MAX (60 s)" in result.error and "HTTP 429" in result.error
+    assert len(fake_llm.chat_requests) == 1
+    row = await idle_with_the_question_kept(chat, "hello")
+    assert "asked to wait 600 s" in row.error
+    bubble = await ChatMessage.objects.filter(session=chat, kind="error").alast()
+    assert bubble is not None and "asked to wait 600 s" in bubble.content
+
+
+def test_retry_after_is_read_as_seconds_milliseconds_or_an_http_date():
+    now = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
+    in_five = format_datetime(now + timedelta(seconds=5), usegmt=True)
+    assert retry_after_seconds({"retry-after": in_five}, now=now.timestamp()) == pytest.approx(5)
+    assert retry_after_seconds({"retry-after": "2"}) == 2
+    assert retry_after_seconds({"retry-after": "1", "retry-after-ms": "250"}) == 0.25
+    assert retry_after_seconds({"retry-after": "soon"}) is None
+    assert retry_after_seconds({}) is None
+
+
+# ---- bursts of 5xx ------------------------------------------------------------------------------
+
+
+async def test_a_burst_of_500s_is_retried_and_each_retry_is_published_to_the_chat(chat, llm, fake_llm):
+    llm.add("default", error(500), error(502), text("recovered"))
+    layer, channel = await listening(chat)
+    result, _ = await ask(chat, "hello")
+    assert result.status == "completed" and result.text == "recovered"
+    seen = await drain(layer, channel)
+    retries = [e for e in seen if e["event"] == "llm.retrying"]
+    assert [(e["attempt"], e["attempts"], e["status"]) for e in retries] == [(2, 4, 500), (3, 4, 502)]
+    assert all(e["session"] == chat.pk and e["worker"] is False and e["delay"] > 0 for e in retries)
+    names = [e["event"] for e in seen]
+    assert names.index("llm.retrying") < names.index("text.delta")  # shown while waiting, not after
+
+
+async def test_when_the_retries_run_out_the_turn_fails_naming_the_status_and_attempts(
+    chat, llm, fake_llm, settings
+):
+    settings.CONFIG = dataclasses.replace(settings.CONFIG, llm_max_retries=1)
+    llm.add("default", error(500, "upstream exploded"), error(500, "upstream exploded"))
+    result, _ = await ask(chat, "hello")
+    assert result.status == "failed"
+    assert "HTTP 500" in result.error and "after 2 attempts" in result.error
+    await idle_with_the_question_kept(chat, "hello")
+
+
+# ---- an endpoint that hangs ---------------------------------------------------------------------
+
+
+async def test_an_endpoint_that_never_answers_fails_the_turn_after_the_timeout(chat, llm, fake_llm):
+    llm.add("default", held(60), text("not asked again"))
+    result, elapsed = await ask(chat, "is web-01 up?")
+    assert result.status == "failed"
+    assert "did not answer within 2 s (ONGRID_LLM_TIMEOUT)" in result.error
+    assert 1.9 <= elapsed < 4.0  # one timeout, not one per retry
+    assert len(fake_llm.chat_requests) == 1 and len(fake_llm.hangups) == 1
+    row = await idle_with_the_question_kept(chat, "is web-01 up?")
+    assert "ONGRID_LLM_TIMEOUT" in row.error
+
+
+async def test_a_reply_that_stops_mid_stream_fails_and_keeps_the_partial_answer(chat, llm, fake_llm):
+    llm.add("default", stalled("web-01 is up; its disk is", 60))
+    layer, channel = await listening(chat)
+    result, elapsed = await ask(chat, "is web-01 up?")
+    assert result.status == "failed" and elapsed < 4.0
+    assert "stopped answering mid-reply: nothing for 2 s (ONGRID_LLM_TIMEOUT)" in result.error
+    assert len(fake_llm.chat_requests) == 1  # something was streamed: never asked twice
+    ended = (await drain(layer, channel))[-1]
+    assert ended["status"] == "failed" and ended["text"] == "web-01 is up; its disk is"
+    assert "stopped answering" in ended["error"]
+    await idle_with_the_question_kept(chat, "is web-01 up?")
+    kept = await ChatMessage.objects.filter(session=chat, role=MessageRole.ASSISTANT, kind="text").alast()
+    assert kept is not None and kept.content == "web-01 is up; its disk is"
