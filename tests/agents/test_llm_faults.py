@@ -8,18 +8,19 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from email.utils import format_datetime
 from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
 
 import pytest
 from channels.layers import get_channel_layer
 
 from agents_app.llm.openai_provider import retry_after_seconds
+from agents_app.runtime import events
 from agents_app.runtime.core import Runtime
 from chat_app import services
 from chat_app.groups import session_group
 from chat_app.models import ChatMessage, ChatSession, MessageRole, SessionStatus
-from fakes.openai_server import error, held, stalled, text
+from fakes.openai_server import call, error, held, stalled, text, tool_calls
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -169,3 +170,28 @@ async def test_a_reply_that_stops_mid_stream_fails_and_keeps_the_partial_answer(
     await idle_with_the_question_kept(chat, "is web-01 up?")
     kept = await ChatMessage.objects.filter(session=chat, role=MessageRole.ASSISTANT, kind="text").alast()
     assert kept is not None and kept.content == "web-01 is up; its disk is"
+
+
+async def test_a_workers_retry_is_published_for_its_tile(chat, llm, fake_llm):
+    task = {"description": "Disk scan", "subagent_type": "specialist-disk", "prompt": "Scan web-01."}
+    dispatch = call("AgentTool", task)
+    llm.add("default", tool_calls(dispatch), text("web-01's disk is fine."))
+    llm.add("specialist-disk", error(503), text("Disk at 40%."))
+    layer, channel = await listening(chat)
+    result, _ = await ask(chat, "scan web-01")
+    assert result.status == "completed"
+    seen = await drain(layer, channel)
+    worker = next(e["session"] for e in seen if e["event"] == "worker.started")
+    retries = [e for e in seen if e["event"] == "llm.retrying"]
+    shown = [(e["session"], e["worker"], e["status"], e["attempt"]) for e in retries]
+    assert shown == [(worker, True, 503, 2)]
+
+
+def test_listeners_that_do_not_show_retries_ignore_the_event():
+    """The IM placeholder and `ongrid_chat` skip it; a receiver parses it back to its class."""
+    from im_app.thread import Progress
+
+    retrying = events.LLMRetrying(7, status=429, attempt=2, attempts=4, delay=2.0)
+    assert events.parse(retrying.to_message()) == retrying
+    progress = Progress()
+    assert progress.take(retrying) is False and progress.lines == []
