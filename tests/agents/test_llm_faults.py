@@ -21,8 +21,9 @@ from chat_app import services
 from chat_app.groups import session_group
 from chat_app.models import ChatMessage, ChatSession, MessageRole, SessionStatus
 from fakes.openai_server import call, error, held, stalled, text, tool_calls
+from tests.support.asyncdb import close_async_db_connections  # noqa: F401 - fixture
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("close_async_db_connections")]
 
 
 @pytest.fixture
