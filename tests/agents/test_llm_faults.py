@@ -21,6 +21,7 @@ from chat_app import services
 from chat_app.groups import session_group
 from chat_app.models import ChatMessage, ChatSession, MessageRole, SessionStatus
 from fakes.openai_server import call, error, held, stalled, text, tool_calls
+from ongrid_site import config
 from tests.support.asyncdb import close_async_db_connections  # noqa: F401 - fixture
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("close_async_db_connections")]
@@ -105,6 +106,16 @@ async def test_a_retry_after_above_the_cap_fails_at_once_with_the_reason(chat, l
     assert "asked to wait 600 s" in row.error
     bubble = await ChatMessage.objects.filter(session=chat, kind="error").alast()
     assert bubble is not None and "asked to wait 600 s" in bubble.content
+
+
+async def test_the_cap_is_the_operators_setting(chat, llm, fake_llm, settings):
+    assert config.load({"SECRET_KEY": "x", "ONGRID_LLM_RETRY_AFTER_MAX": "1"}).llm_retry_after_max == 1
+    assert config.load({"SECRET_KEY": "x"}).llm_retry_after_max == 60
+    settings.CONFIG = dataclasses.replace(settings.CONFIG, llm_retry_after_max=1.0)
+    llm.add("default", error(429, retry_after=2), text("never reached"))
+    result, _ = await ask(chat, "hello")
+    assert result.status == "failed"
+    assert "asked to wait 2 s, longer than ONGRID_LLM_RETRY_AFTER_MAX (1 s)" in result.error
 
 
 def test_retry_after_is_read_as_seconds_milliseconds_or_an_http_date():
