@@ -113,6 +113,7 @@ class OpenAIProvider:
             except LLMError as error:
                 if not error.retryable or streamed or attempt >= self.max_retries:
                     _after(error, attempt + 1)
+                    logger.warning("LLM call failed for good: %s", error.message)
                     raise
                 delay = self._wait_before_retry(error, attempt + 1)
                 attempt += 1
@@ -135,7 +136,9 @@ class OpenAIProvider:
                 f"ONGRID_LLM_RETRY_AFTER_MAX ({self.retry_after_max:g} s), so it was not retried",
                 status=error.status,
             )
-            raise _after(refused, attempt) from error
+            _after(refused, attempt)
+            logger.warning("LLM call failed for good: %s", refused.message)
+            raise refused from error
         return error.retry_after
 
     def _silence(self, mid_reply: bool) -> LLMError:
