@@ -15,7 +15,6 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import escape
-from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from agents_app.api import control_tools, events
@@ -126,6 +125,14 @@ def turn_started(turn: int, user_text: str, chat_session_id: int, title: str = "
     )
 
 
+RETRYING_AFTER_STATUS = _(
+    "Retrying: the model answered %(status)s (attempt %(attempt)s of %(attempts)s, in %(seconds)s s)…"
+)
+RETRYING_UNREACHED = _(
+    "Retrying: the model could not be reached (attempt %(attempt)s of %(attempts)s, in %(seconds)s s)…"
+)
+
+
 def retrying_text(event: events.LLMRetrying) -> str:
     """ "Retrying: the model answered 429 (attempt 2 of 4, in 2 s)…" in the viewer's language."""
     values = {
@@ -134,19 +141,7 @@ def retrying_text(event: events.LLMRetrying) -> str:
         "attempts": event.attempts,
         "seconds": max(1, math.ceil(event.delay)),
     }
-    if event.status:
-        return (
-            gettext(
-                "Retrying: the model answered %(status)s (attempt %(attempt)s of %(attempts)s, in %(seconds)s s)…"
-            )
-            % values
-        )
-    return (
-        gettext(
-            "Retrying: the model could not be reached (attempt %(attempt)s of %(attempts)s, in %(seconds)s s)…"
-        )
-        % values
-    )
+    return str(RETRYING_AFTER_STATUS if event.status else RETRYING_UNREACHED) % values
 
 
 def retrying_cleared(turn: int) -> str:
