@@ -12,7 +12,10 @@ from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
 import pytest
+from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
+from django.test import Client
+from django.urls import reverse
 
 from agents_app.llm.openai_provider import retry_after_seconds
 from agents_app.runtime import events
@@ -23,6 +26,7 @@ from chat_app.models import ChatMessage, ChatSession, MessageRole, SessionStatus
 from fakes.openai_server import call, error, held, stalled, text, tool_calls
 from ongrid_site import config
 from tests.support.asyncdb import close_async_db_connections  # noqa: F401 - fixture
+from web_app.chat import fragments
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("close_async_db_connections")]
 
@@ -182,6 +186,18 @@ async def test_a_reply_that_stops_mid_stream_fails_and_keeps_the_partial_answer(
     await idle_with_the_question_kept(chat, "is web-01 up?")
     kept = await ChatMessage.objects.filter(session=chat, role=MessageRole.ASSISTANT, kind="text").alast()
     assert kept is not None and kept.content == "web-01 is up; its disk is"
+    # Shown above the error: live (the turn's last fragment) and after a reload (the page).
+    live = fragments.turn_ended(ended["message_id"], events.parse(ended), chat.pk)
+    page = await sync_to_async(shown_page)(chat)
+    for html in (live, page):
+        partial, error = html.index("web-01 is up; its disk is"), html.index("stopped answering mid-reply")
+        assert partial < error and 'class="bubble assistant answer partial"' in html
+
+
+def shown_page(chat) -> str:
+    client = Client()
+    client.force_login(chat.user)
+    return client.get(reverse("chat-page", args=[chat.pk])).content.decode()
 
 
 async def test_a_workers_retry_is_published_for_its_tile(chat, llm, fake_llm):
