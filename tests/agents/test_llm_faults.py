@@ -14,6 +14,7 @@ from email.utils import format_datetime
 import pytest
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
+from channels.testing import WebsocketCommunicator
 from django.test import Client
 from django.urls import reverse
 
@@ -25,6 +26,7 @@ from chat_app.groups import session_group
 from chat_app.models import ChatMessage, ChatSession, MessageRole, SessionStatus
 from fakes.openai_server import call, error, held, stalled, text, tool_calls
 from ongrid_site import config
+from ongrid_site.asgi import application
 from tests.support.asyncdb import close_async_db_connections  # noqa: F401 - fixture
 from web_app.chat import fragments
 
@@ -223,3 +225,27 @@ def test_listeners_that_do_not_show_retries_ignore_the_event():
     assert events.parse(retrying.to_message()) == retrying
     progress = Progress()
     assert progress.take(retrying) is False and progress.lines == []
+
+
+@pytest.mark.usefixtures("inline_executor")
+async def test_the_chat_socket_shows_the_retry_line_and_drops_it_with_the_first_words(
+    client, chat, member, llm
+):
+    llm.add("default", error(500), text("back online", chunk_size=50))
+    await sync_to_async(client.force_login)(member)
+    cookie = (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode())
+    origin = [(b"host", b"127.0.0.1"), (b"origin", b"http://127.0.0.1")]
+    socket = WebsocketCommunicator(application, f"/ws/chat/{chat.pk}/", headers=[*origin, cookie])
+    connected, _ = await socket.connect(timeout=5)
+    assert connected
+    await socket.send_to(text_data='{"message": "are you there?"}')
+    frames: list[str] = []
+    async with asyncio.timeout(20):
+        while not any("back online" in frame for frame in frames):
+            frames.append(await socket.receive_from(timeout=20))
+    await socket.disconnect()
+    shown = next(i for i, f in enumerate(frames) if "Retrying: the model answered 500 (attempt 2 of 4" in f)
+    words = next(i for i, f in enumerate(frames) if "back online" in f)
+    assert shown < words and 'class="stamp retrying"' in frames[shown]
+    turn = frames[words].split('id="retrying-')[1].split('"')[0]
+    assert f'<p id="retrying-{turn}" hx-swap-oob="delete"></p>' in frames[words]
