@@ -9,6 +9,10 @@ from the queue filled by `script(...)`. An empty queue answers HTTP 400 "script 
 test that under-scripts fails loudly instead of hanging.
 
     fake.script(text("Hello"), tool_calls(call("query_promql", {"query": "up"})), error(500))
+
+Faults: `error(429, retry_after=2)` (or `retry_after_ms=`, or a date string) answers with the
+header; `held(s)` sends nothing at all for `s` seconds; `stalled("partial", s)` streams "partial"
+and then goes silent. Every request records its arrival time (`RecordedRequest.at`, monotonic).
 """
 
 from __future__ import annotations
@@ -39,6 +43,9 @@ class Reply:
     error_message: str = ""
     error_type: str = "server_error"
     error_code: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)  # extra response headers (Retry-After)
+    stall_after: int | None = None  # streamed chunks sent before going silent for `stall` seconds
+    stall: float = 0.0
 
 
 def text(content: str, **options: Any) -> Reply:
@@ -51,6 +58,12 @@ def held(seconds: float = 60.0, content: str = "too late") -> Reply:
     return Reply(text=content, hold=seconds)
 
 
+def stalled(before: str, seconds: float = 60.0) -> Reply:
+    """A model that starts its reply and then goes silent: `before` is streamed, then nothing for
+    `seconds` (a client hang-up is recorded in `FakeLLM.hangups`), then the stream ends."""
+    return Reply(text=before, stall_after=1 + len(_pieces(before, 5)), stall=seconds)
+
+
 def call(name: str, arguments: dict | str | None = None, id: str | None = None) -> dict:
     """One tool call; a str `arguments` is sent verbatim (use it for malformed JSON)."""
     raw = arguments if isinstance(arguments, str) else json.dumps(arguments or {})
@@ -61,14 +74,30 @@ def tool_calls(*calls: dict, text: str = "", **options: Any) -> Reply:
     return Reply(text=text, calls=list(calls), **options)
 
 
-def error(status: int, message: str = "", *, code: str | None = None, delay: float = 0.0) -> Reply:
+def error(
+    status: int,
+    message: str = "",
+    *,
+    code: str | None = None,
+    delay: float = 0.0,
+    retry_after: float | str | None = None,
+    retry_after_ms: float | None = None,
+) -> Reply:
+    """An HTTP error; `retry_after` sends `Retry-After` (seconds, or a str as is: an HTTP date),
+    `retry_after_ms` sends OpenAI's `retry-after-ms`."""
     kinds = {401: "invalid_request_error", 404: "invalid_request_error", 429: "rate_limit_error"}
+    headers = {}
+    if retry_after is not None:
+        headers["Retry-After"] = retry_after if isinstance(retry_after, str) else f"{retry_after:g}"
+    if retry_after_ms is not None:
+        headers["retry-after-ms"] = f"{retry_after_ms:g}"
     return Reply(
         status=status,
         error_message=message or f"injected HTTP {status}",
         error_type=kinds.get(status, "server_error"),
         error_code=code,
         delay=delay,
+        headers=headers,
     )
 
 
@@ -78,6 +107,7 @@ class RecordedRequest:
     path: str
     headers: dict[str, str]
     body: dict
+    at: float = field(default_factory=time.monotonic)  # when it arrived (time.monotonic())
 
     @property
     def messages(self) -> list[dict]:
@@ -216,9 +246,11 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.hold and self._client_hung_up(request, reply.hold):
             return
         if reply.status != 200:
-            self._json(reply.status, _error_body(reply.error_message, reply.error_type, reply.error_code))
+            error_body = _error_body(reply.error_message, reply.error_type, reply.error_code)
+            self._json(reply.status, error_body, reply.headers)
         elif body.get("stream"):
-            self._stream(reply, model, bool((body.get("stream_options") or {}).get("include_usage")))
+            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            self._stream(reply, model, include_usage, request)
         else:
             self._json(200, _completion(reply, model))
 
@@ -260,22 +292,26 @@ class _Handler(BaseHTTPRequestHandler):
         )
         return False
 
-    def _json(self, status: int, payload: dict) -> None:
+    def _json(self, status: int, payload: dict, headers: dict[str, str] | None = None) -> None:
         data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
 
-    def _stream(self, reply: Reply, model: str, include_usage: bool) -> None:
+    def _stream(self, reply: Reply, model: str, include_usage: bool, request: RecordedRequest) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         try:
-            for chunk in _chunks(reply, model, include_usage):
+            for sent, chunk in enumerate(_chunks(reply, model, include_usage)):
+                if sent == reply.stall_after and self._client_hung_up(request, reply.stall):
+                    return
                 self._send_chunk(f"data: {json.dumps(chunk)}\n\n".encode())
                 if reply.chunk_delay:
                     time.sleep(reply.chunk_delay)

@@ -63,6 +63,8 @@ class Config:
     log_level: str
     llm_timeout: float = 60.0
     llm_max_retries: int = 3
+    # The longest Retry-After of a 429/503 that is waited out; a longer one fails the call at once.
+    llm_retry_after_max: float = 60.0
     tool_result_limit: int = 16000
     metrics_token: str | None = None
     # USD per million tokens, {"model": {"input": x, "output": y}}; audit pages estimate cost with it.
@@ -368,6 +370,7 @@ def load(env: Mapping[str, str] | None = None) -> Config:
         log_level=(env.get("ONGRID_LOG_LEVEL") or "INFO").upper(),
         llm_timeout=_number(env, "ONGRID_LLM_TIMEOUT", 60.0, float, 1),
         llm_max_retries=int(_number(env, "ONGRID_LLM_MAX_RETRIES", 3, int, 0)),
+        llm_retry_after_max=_number(env, "ONGRID_LLM_RETRY_AFTER_MAX", 60.0, float, 0),
         tool_result_limit=int(_number(env, "ONGRID_TOOL_RESULT_LIMIT", 16000, int, 200)),
         metrics_token=_optional(env, "ONGRID_METRICS_TOKEN"),
         model_prices=_model_prices(env),

@@ -43,7 +43,19 @@ class Error:
     message: str
 
 
-AgentEvent = TextDelta | ToolStart | ToolEnd | Final | Error
+@dataclass(frozen=True)
+class Retrying:
+    """The model call failed and the provider tries again in `delay` s (attempt `attempt` of
+    `attempts`): the person waiting learns why nothing arrives yet."""
+
+    reason: str
+    attempt: int
+    attempts: int
+    delay: float
+    status: int | None = None
+
+
+AgentEvent = TextDelta | ToolStart | ToolEnd | Final | Error | Retrying
 
 
 class EventSink(Protocol):

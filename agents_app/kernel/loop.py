@@ -23,9 +23,9 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from agents_app import metrics
-from agents_app.kernel.events import Error, EventSink, Final, TextDelta, ToolEnd, ToolStart
+from agents_app.kernel.events import Error, EventSink, Final, Retrying, TextDelta, ToolEnd, ToolStart
 from agents_app.kernel.prompt import compose_system_prompt, system_reminder
-from agents_app.llm.base import LLMCompletion, LLMDelta, LLMError, LLMProvider, ToolCall
+from agents_app.llm.base import LLMCompletion, LLMDelta, LLMError, LLMProvider, LLMRetrying, ToolCall
 from agents_app.personas.schema import Persona, Skill
 from agents_app.tools.cancel import CancelToken, Stopped
 from agents_app.tools.invoke import ToolOutcome, invoke_tool, record_not_run, record_unknown_tool
@@ -118,7 +118,7 @@ class _AgentRun:
         except _Stopped:
             return await self._stopped()
         except LLMError as error:
-            return await self._failed(error.message)
+            return await self._failed(error.message, error.partial)
 
     # -- LLM -------------------------------------------------------------------------------------
 
@@ -168,9 +168,15 @@ class _AgentRun:
                     await self.sink.emit(TextDelta(event.text))
                 elif isinstance(event, LLMCompletion):
                     completion = event
+                elif isinstance(event, LLMRetrying):
+                    await self._retrying(event)
                 if self.cancel.cancelled:
                     break
         return completion
+
+    async def _retrying(self, event: LLMRetrying) -> None:
+        self.doing = f"waiting to ask the model again (attempt {event.attempt} of {event.attempts})"
+        await self.sink.emit(Retrying(event.reason, event.attempt, event.attempts, event.delay, event.status))
 
     async def _record_llm(self, started_at, clock, completion: LLMCompletion | None, error: str) -> None:
         seconds = time.monotonic() - clock
@@ -270,9 +276,13 @@ class _AgentRun:
         await self.sink.emit(Error(reason))
         return AgentResult(KILLED, "", dict(self.usage), reason, self.new_messages, cut_off=self.doing)
 
-    async def _failed(self, message: str) -> AgentResult:
+    async def _failed(self, message: str, partial: str = "") -> AgentResult:
+        """`partial`: what the model had streamed when its reply broke off. The person saw it, so it
+        is kept (persisted as the turn's answer so far) beside the error, not thrown away."""
+        if partial.strip():
+            self._append({"role": "assistant", "content": partial})
         await self.sink.emit(Error(message))
-        return AgentResult(FAILED, "", dict(self.usage), message, self.new_messages)
+        return AgentResult(FAILED, partial, dict(self.usage), message, self.new_messages)
 
     def _append(self, message: dict) -> None:
         self.history.append(message)

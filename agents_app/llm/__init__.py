@@ -10,6 +10,7 @@ from agents_app.llm.base import (
     LLMError,
     LLMEvent,
     LLMProvider,
+    LLMRetrying,
     ToolCall,
 )
 
@@ -19,6 +20,7 @@ __all__ = [
     "LLMError",
     "LLMEvent",
     "LLMProvider",
+    "LLMRetrying",
     "ToolCall",
     "aget_provider",
     "get_provider",
@@ -59,6 +61,8 @@ async def aget_provider(model_hint: str | None, organization_id: int | None) -> 
         model=endpoint.default_model,
         timeout=endpoint.timeout,
         max_retries=endpoint.max_retries,
+        retry_after_max=settings.CONFIG.llm_retry_after_max,
     )
     provider.endpoint = endpoint.name
+    provider.timeout_setting = f"the timeout of LLM endpoint {endpoint.name!r}"
     return provider

@@ -3,7 +3,9 @@
 A provider yields `LLMDelta` text pieces as they arrive and ends with exactly one `LLMCompletion`
 (the whole assistant message, its tool calls, token usage). Failures are `LLMError`, with a
 message a user can act on and a `retryable` flag; providers retry transient failures themselves,
-so an `LLMError` reaching the kernel means the call is lost.
+so an `LLMError` reaching the kernel means the call is lost. While a provider waits to retry it
+yields an `LLMRetrying`, so the person waiting sees why nothing arrives yet; a consumer that does
+not care (the eval judge) simply skips it.
 """
 
 from __future__ import annotations
@@ -14,10 +16,22 @@ from typing import Protocol, runtime_checkable
 
 
 class LLMError(Exception):
-    def __init__(self, message: str, *, retryable: bool = False, status: int | None = None):
+    """`retry_after`: the seconds the endpoint asked to wait (Retry-After), when it said so.
+    `partial`: the text already streamed when the call broke, so the caller can keep it."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool = False,
+        status: int | None = None,
+        retry_after: float | None = None,
+    ):
         self.message = message
         self.retryable = retryable
         self.status = status
+        self.retry_after = retry_after
+        self.partial = ""
         super().__init__(message)
 
 
@@ -42,7 +56,19 @@ class LLMCompletion:
     model: str = ""
 
 
-LLMEvent = LLMDelta | LLMCompletion
+@dataclass(frozen=True)
+class LLMRetrying:
+    """The call failed and will be tried again in `delay` seconds: nothing is lost yet.
+    `attempt` is the attempt about to be made (2 for the first retry) out of `attempts`."""
+
+    reason: str  # short: "the model answered HTTP 429", "the connection broke"
+    attempt: int
+    attempts: int
+    delay: float
+    status: int | None = None
+
+
+LLMEvent = LLMDelta | LLMCompletion | LLMRetrying
 
 
 @runtime_checkable

@@ -1,23 +1,33 @@
 """Any OpenAI-compatible chat-completions endpoint, through the official SDK.
 
-The SDK's own retries are switched off: this module retries 429 / 5xx / connection failures with
-exponential backoff itself, but only while nothing has been streamed yet, so a user never sees a
-sentence twice. Authentication and unknown-model failures are not retried and carry a message
-naming the setting to fix.
+The SDK's own retries are switched off: this module retries 429 / 5xx / connection failures itself,
+but only while nothing has been streamed yet, so a user never sees a sentence twice. A 429 or 503
+that says how long to wait (`Retry-After` in seconds or as an HTTP date, `retry-after-ms`) is
+waited out, up to ONGRID_LLM_RETRY_AFTER_MAX; a longer wait fails the call at once rather than
+holding the turn. Other retries back off exponentially with jitter. Before each wait the stream
+yields an `LLMRetrying`, which the chat shows as "Retrying…".
+
+A timeout is not retried: ONGRID_LLM_TIMEOUT is how long the person waits for an endpoint that
+accepted the request and then went silent, not how long each of several attempts may hang.
+Authentication and unknown-model failures are not retried either and carry a message naming the
+setting to fix.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import random
+import time
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 import openai
 
-from agents_app.llm.base import LLMCompletion, LLMDelta, LLMError, LLMEvent, ToolCall
+from agents_app.llm.base import LLMCompletion, LLMDelta, LLMError, LLMEvent, LLMRetrying, ToolCall
 from audit_app.redaction import redact_text
 from ops_app.core import outbound
 from ops_app.core.egress import EgressRefused
@@ -45,6 +55,8 @@ def _client_for_loop(api_key: str, base_url: str | None, timeout: float) -> open
 
 class OpenAIProvider:
     name = "openai"
+    # The setting a timeout message names; an organization's endpoint names its own field instead.
+    timeout_setting = "ONGRID_LLM_TIMEOUT"
 
     def __init__(
         self,
@@ -56,6 +68,7 @@ class OpenAIProvider:
         max_retries: int = 3,
         backoff_base: float = 0.5,
         backoff_cap: float = 8.0,
+        retry_after_max: float = 60.0,
     ):
         self.api_key = api_key or "not-set"
         self.base_url = base_url
@@ -64,6 +77,7 @@ class OpenAIProvider:
         self.max_retries = max_retries
         self.backoff_base = backoff_base
         self.backoff_cap = backoff_cap
+        self.retry_after_max = retry_after_max
 
     @classmethod
     def from_config(cls, config: Any) -> OpenAIProvider:
@@ -73,6 +87,7 @@ class OpenAIProvider:
             model=config.model,
             timeout=config.llm_timeout,
             max_retries=config.llm_max_retries,
+            retry_after_max=config.llm_retry_after_max,
         )
 
     def default_model(self) -> str:
@@ -97,14 +112,46 @@ class OpenAIProvider:
                 return
             except LLMError as error:
                 if not error.retryable or streamed or attempt >= self.max_retries:
-                    if attempt:
-                        error.message = f"{error.message} (after {attempt + 1} attempts)"
-                        error.args = (error.message,)
+                    _after(error, attempt + 1)
+                    logger.warning("LLM call failed for good: %s", error.message)
                     raise
+                delay = self._wait_before_retry(error, attempt + 1)
                 attempt += 1
-                delay = self.backoff(attempt)
-                logger.warning("LLM call failed (%s); retry %d in %.2fs", error.message, attempt, delay)
+                logger.warning(
+                    "LLM call failed (%s); retry %d of %d in %.2fs",
+                    error.message, attempt, self.max_retries, delay,
+                )  # fmt: skip
+                reason = _short_reason(error)
+                yield LLMRetrying(reason, attempt + 1, self.max_retries + 1, delay, error.status)
                 await asyncio.sleep(delay)
+
+    def _wait_before_retry(self, error: LLMError, attempt: int) -> float:
+        """Seconds to wait before the next attempt: what the endpoint asked for, at least; our own
+        backoff when it did not say. Raises when it asks for longer than we are willing to hold."""
+        if error.retry_after is None:
+            return self.backoff(attempt)
+        if error.retry_after > self.retry_after_max:
+            refused = LLMError(
+                f"{error.message}; the model asked to wait {math.ceil(error.retry_after)} s, longer than "
+                f"ONGRID_LLM_RETRY_AFTER_MAX ({self.retry_after_max:g} s), so it was not retried",
+                status=error.status,
+            )
+            _after(refused, attempt)
+            logger.warning("LLM call failed for good: %s", refused.message)
+            raise refused from error
+        return error.retry_after
+
+    def _silence(self, mid_reply: bool) -> LLMError:
+        """The endpoint went quiet for the whole timeout (docs/kernel.md: a timeout is not retried)."""
+        endpoint = self.base_url or "the OpenAI API"
+        if mid_reply:
+            return LLMError(
+                f"the LLM endpoint {endpoint} stopped answering mid-reply: nothing for {self.timeout:g} s "
+                f"({self.timeout_setting})"
+            )
+        return LLMError(
+            f"the LLM endpoint {endpoint} did not answer within {self.timeout:g} s ({self.timeout_setting})"
+        )
 
     async def _stream_once(
         self, messages: list[dict], tools: list[dict], model: str, options: dict
@@ -143,19 +190,25 @@ class OpenAIProvider:
                             _accumulate(calls, piece)
                         if choice.finish_reason:
                             finish_reason = choice.finish_reason
+        except openai.APITimeoutError as error:  # silence, before or during the reply: not retried
+            raise _with_partial(self._silence(bool(text)), text) from error
         except openai.APIError as error:
-            raise _translate(error, model, self.base_url) from error
+            raise _with_partial(_translate(error, model, self.base_url), text) from error
         except EgressRefused as refused:  # not retried: it would be refused again
             endpoint = self.base_url or "the OpenAI API"
             raise LLMError(
                 f"the LLM endpoint {endpoint} is refused by the egress policy: {refused.reason}"
             ) from None
         except Exception as error:  # transport failures the SDK does not wrap mid-stream
-            if type(error).__module__.split(".")[0] in {"httpx", "httpx2", "httpcore"}:
-                raise LLMError(
+            if type(error).__module__.split(".")[0] not in {"httpx", "httpx2", "httpcore"}:
+                raise
+            if "Timeout" in type(error).__name__:
+                broke = self._silence(bool(text))
+            else:
+                broke = LLMError(
                     f"the connection to the LLM endpoint broke: {type(error).__name__}", retryable=True
-                ) from error
-            raise
+                )
+            raise _with_partial(broke, text) from error
         yield LLMCompletion(
             text="".join(text),
             tool_calls=[_finish_call(index, calls[index]) for index in sorted(calls)],
@@ -189,10 +242,55 @@ def _finish_call(index: int, slot: dict[str, Any]) -> ToolCall:
     return ToolCall(id=slot["id"] or f"call_{index}", name=slot["name"], arguments_raw="".join(slot["args"]))
 
 
+def _after(error: LLMError, attempts: int) -> LLMError:
+    """The final error of a call that was tried `attempts` times says so."""
+    if attempts > 1:
+        error.message = f"{error.message} (after {attempts} attempts)"
+        error.args = (error.message,)
+    return error
+
+
+def _with_partial(error: LLMError, streamed: list[str]) -> LLMError:
+    error.partial = "".join(streamed)
+    return error
+
+
+def _short_reason(error: LLMError) -> str:
+    """What the retry line says happened, without the server's own words."""
+    if error.status is not None:
+        return f"the model answered HTTP {error.status}"
+    return "the connection to the model failed"
+
+
+def retry_after_seconds(headers: Mapping[str, str] | None, now: float | None = None) -> float | None:
+    """How long a response asks the client to wait: `retry-after-ms` (OpenAI's, more precise) or
+    `Retry-After` as seconds or an HTTP date; None when it says nothing usable."""
+    if not headers:
+        return None
+    millis = headers.get("retry-after-ms")
+    if millis:
+        try:
+            return max(0.0, float(millis) / 1000)
+        except ValueError:
+            pass
+    value = (headers.get("retry-after") or "").strip()
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None or when.tzinfo is None:
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
 def _translate(error: openai.APIError, model: str, base_url: str | None) -> LLMError:
     endpoint = base_url or "the OpenAI API"
-    if isinstance(error, openai.APITimeoutError):
-        return LLMError(f"the LLM endpoint {endpoint} timed out", retryable=True)
     if isinstance(error, openai.APIConnectionError):
         return LLMError(f"cannot reach the LLM endpoint {endpoint}: {error}", retryable=True)
     status = getattr(error, "status_code", None)
@@ -209,15 +307,29 @@ def _translate(error: openai.APIError, model: str, base_url: str | None) -> LLME
             f"(check ONGRID_MODEL or the persona's model): {detail}",
             status=status,
         )
+    wait = retry_after_seconds(_headers(error)) if status in (429, 503) else None
     if isinstance(error, openai.RateLimitError):
-        return LLMError(f"the LLM endpoint is rate limiting: {detail}", retryable=True, status=status)
+        return LLMError(
+            f"the LLM endpoint is rate limiting (HTTP 429): {detail}",
+            retryable=True,
+            status=status,
+            retry_after=wait,
+        )
     if status is not None and status >= 500:
         return LLMError(
-            f"the LLM endpoint failed with HTTP {status}: {detail}", retryable=True, status=status
+            f"the LLM endpoint failed with HTTP {status}: {detail}",
+            retryable=True,
+            status=status,
+            retry_after=wait,
         )
     if status == 408 or status == 409:
         return LLMError(f"the LLM endpoint answered HTTP {status}: {detail}", retryable=True, status=status)
     return LLMError(f"the LLM endpoint rejected the request (HTTP {status}): {detail}", status=status)
+
+
+def _headers(error: openai.APIError) -> Mapping[str, str] | None:
+    response = getattr(error, "response", None)
+    return getattr(response, "headers", None)
 
 
 def _detail(error: openai.APIError) -> str:

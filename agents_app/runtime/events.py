@@ -107,6 +107,20 @@ class AgentError(RuntimeEvent):
     message: str = ""
 
 
+@dataclass(frozen=True)
+class LLMRetrying(RuntimeEvent):
+    """The agent's model call failed and is tried again in `delay` s: the chat shows "Retrying…"
+    until text arrives or the turn ends. Not persisted: it is news about a wait, not a result."""
+
+    name: ClassVar[str] = "llm.retrying"
+    worker: bool = False
+    reason: str = ""
+    status: int | None = None  # the HTTP status that failed, None for a broken connection
+    attempt: int = 0  # the attempt about to be made (2 = the first retry)
+    attempts: int = 0
+    delay: float = 0.0
+
+
 # ---- workers ------------------------------------------------------------------------------------
 
 
@@ -174,6 +188,7 @@ EVENTS: dict[str, type[RuntimeEvent]] = {
         ToolEnded,
         AgentFinal,
         AgentError,
+        LLMRetrying,
         WorkerStarted,
         WorkerStatus,
         WorkerEnded,

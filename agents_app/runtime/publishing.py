@@ -74,4 +74,13 @@ class KernelSink:
                 return events.AgentFinal(**about, text=text)
             case kernel.Error(message=message):
                 return events.AgentError(**about, message=message)
+            case kernel.Retrying():
+                return events.LLMRetrying(
+                    **about,
+                    reason=event.reason,
+                    status=event.status,
+                    attempt=event.attempt,
+                    attempts=event.attempts,
+                    delay=event.delay,
+                )
         raise TypeError(f"not a kernel event: {event!r}")

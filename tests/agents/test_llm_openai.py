@@ -9,7 +9,7 @@ import pytest
 from django.conf import settings
 
 from agents_app.llm import get_provider
-from agents_app.llm.base import LLMCompletion, LLMDelta, LLMError
+from agents_app.llm.base import LLMCompletion, LLMDelta, LLMError, LLMRetrying
 from agents_app.llm.offline import OfflineProvider
 from agents_app.llm.openai_provider import OpenAIProvider
 from fakes.openai_server import FakeLLM, Reply, call, error, text, tool_calls
@@ -25,7 +25,7 @@ async def collect(provider, messages=USER, tools=TOOL, model=None):
     async for event in provider.stream_chat(messages, tools, model=model):
         if isinstance(event, LLMDelta):
             deltas.append(event.text)
-        else:
+        elif not isinstance(event, LLMRetrying):
             assert isinstance(event, LLMCompletion)
             completion = event
     return deltas, completion
@@ -117,11 +117,14 @@ async def test_retries_exhausted_raise_a_clear_retryable_error(fake_llm):
     assert fake_llm.pending() == 1
 
 
-async def test_a_slow_endpoint_times_out_and_is_retried(fake_llm):
+async def test_a_slow_endpoint_times_out_and_is_not_retried(fake_llm):
+    """ONGRID_LLM_TIMEOUT is the whole wait for a silent endpoint, not the wait per attempt."""
     fake_llm.script(Reply(text="too late", delay=2.0), text("in time"))
-    _, completion = await collect(provider_for(fake_llm, timeout=0.5, max_retries=1))
-    assert completion.text == "in time"
-    assert len(fake_llm.chat_requests) == 2
+    with pytest.raises(LLMError) as caught:
+        await collect(provider_for(fake_llm, timeout=0.5, max_retries=1))
+    assert "did not answer within 0.5 s (ONGRID_LLM_TIMEOUT)" in caught.value.message
+    assert not caught.value.retryable
+    assert len(fake_llm.chat_requests) == 1
 
 
 async def test_bad_api_key_is_not_retried_and_names_the_setting():

@@ -102,6 +102,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         self.turn: int | None = None
         self.tiles: dict[int, dict] = {}
         self.pending_text: list[str] = []
+        self.retrying = False  # a "Retrying…" line is shown in the running turn
         self.flusher: asyncio.Task | None = None
         # What this viewer may follow from the fragments, and the zone and language their times
         # and words are shown in (the same choice as the pages: docs/i18n.md).
@@ -190,7 +191,22 @@ class ChatConsumer(AsyncWebsocketConsumer):
             return fragments.turn_queued() if self.turn is None else ""
         if self.turn is None:
             return ""
+        return self._retry_done(event) + self._render_in_turn(event)
+
+    def _retry_done(self, event: events.RuntimeEvent) -> str:
+        """The coordinator's retry line goes as soon as anything else of the turn happens."""
+        if not self.retrying or isinstance(event, events.LLMRetrying) or getattr(event, "worker", False):
+            return ""
+        self.retrying = False
+        return fragments.retrying_cleared(self.turn)
+
+    def _render_in_turn(self, event: events.RuntimeEvent) -> str:
         match event:
+            case events.LLMRetrying(worker=True):
+                return fragments.worker_activity(event.session, fragments.retrying_text(event))
+            case events.LLMRetrying():
+                self.retrying = True
+                return fragments.llm_retrying(self.turn, event)
             case events.ToolStarted(worker=True):
                 tile = self.tiles.get(event.session)
                 if tile is None:
@@ -249,4 +265,6 @@ class ChatConsumer(AsyncWebsocketConsumer):
     async def _flush(self) -> None:
         if self.pending_text and self.turn is not None:
             text, self.pending_text = "".join(self.pending_text), []
-            await self.send(text_data=fragments.text_delta(self.turn, text))
+            cleared = fragments.retrying_cleared(self.turn) if self.retrying else ""
+            self.retrying = False
+            await self.send(text_data=cleared + fragments.text_delta(self.turn, text))

@@ -8,6 +8,7 @@ sanitiser. The same templates render the persisted transcript, so a reload looks
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from django.template.loader import render_to_string
@@ -121,6 +122,40 @@ def turn_started(turn: int, user_text: str, chat_session_id: int, title: str = "
         chat_session_id=chat_session_id,
         title=title,
         at=timezone.now(),
+    )
+
+
+RETRYING_AFTER_STATUS = _(
+    "Retrying: the model answered %(status)s (attempt %(attempt)s of %(attempts)s, in %(seconds)s s)…"
+)
+RETRYING_UNREACHED = _(
+    "Retrying: the model could not be reached (attempt %(attempt)s of %(attempts)s, in %(seconds)s s)…"
+)
+
+
+def retrying_text(event: events.LLMRetrying) -> str:
+    """ "Retrying: the model answered 429 (attempt 2 of 4, in 2 s)…" in the viewer's language."""
+    values = {
+        "status": event.status,
+        "attempt": event.attempt,
+        "attempts": event.attempts,
+        "seconds": max(1, math.ceil(event.delay)),
+    }
+    return str(RETRYING_AFTER_STATUS if event.status else RETRYING_UNREACHED) % values
+
+
+def retrying_cleared(turn: int) -> str:
+    """Removes the turn's retry line: the model answered (text, a tool call) or the turn ended."""
+    return f'<p id="retrying-{turn}" hx-swap-oob="delete"></p>'
+
+
+def llm_retrying(turn: int, event: events.LLMRetrying) -> str:
+    """A neutral line in the turn's activity while the model is asked again; a newer retry replaces
+    the older line, so the turn shows at most one."""
+    return (
+        retrying_cleared(turn)
+        + f'<div hx-swap-oob="beforeend:#activity-{turn}"><p class="stamp retrying" id="retrying-{turn}" '
+        f'role="status">{escape(retrying_text(event))}</p></div>'
     )
 
 
