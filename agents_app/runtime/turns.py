@@ -1,15 +1,78 @@
 """Starting and stopping turns: the entry points shared by the API, the websocket consumer, the
-command line and the IM bridges."""
+command line and the IM bridges.
+
+A caller that waits for its turn (`?wait=1`, the command line) holds no database connection while
+it waits: the turn needs connections to finish, and a pool held by waiters deadlocks (issue 28).
+It waits on the turn's future (inline executor) or on the session's channel-layer group (Celery),
+and borrows a connection per call afterwards. How many callers may wait at once is bounded by the
+process's cap (`ONGRID_TURNS_PER_PROCESS`): beyond it `waiting_slot` refuses with `TurnsBusy`
+before anything is stored, and the API answers 503 (docs/runtime.md, "Executors").
+"""
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import time
+import contextlib
+import threading
+from collections.abc import Iterator
 
-from agents_app.runtime import executors
+from channels.layers import get_channel_layer
+from django.conf import settings
+
+from agents_app.runtime import events, executors
 from chat_app import services
+from chat_app.groups import session_group
 from chat_app.models import ChatMessage, ChatSession, SessionStatus
+from ops_app.core.async_db import db_twin, release_connection
+
+# Without a push (a turn ended by the reaper, or an event lost by the layer) the row is looked at
+# this often while waiting; each look borrows a connection for one query.
+RECHECK_SECONDS = 5.0
+RETRY_AFTER_SECONDS = 5
+
+
+class TurnsBusy(Exception):
+    """This process already carries as many waiting or running turns as its cap allows."""
+
+    retry_after = RETRY_AFTER_SECONDS
+
+
+class _WaitingRoom:
+    """Counts the callers of this process that wait for a turn (threads of one process)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.count = 0
+
+    def enter(self, cap: int) -> None:
+        with self._lock:
+            if self.count >= cap or executors.inline_slots_full():
+                raise TurnsBusy(f"this server already carries {cap} waiting turns; try again shortly")
+            self.count += 1
+
+    def leave(self) -> None:
+        with self._lock:
+            self.count -= 1
+
+
+_waiting_room = _WaitingRoom()
+
+
+@contextlib.contextmanager
+def waiting_slot() -> Iterator[None]:
+    """Hold one of this process's places for a caller that will wait for its turn, or raise
+    `TurnsBusy` at once (call it before `start_turn`, so a refused message is never stored)."""
+    _waiting_room.enter(settings.CONFIG.turns_per_process)
+    try:
+        yield
+    finally:
+        _waiting_room.leave()
+
+
+def waiting_now() -> int:
+    """How many callers of this process wait for a turn right now (tests, the soak)."""
+    return _waiting_room.count
 
 
 def start_turn(session: ChatSession, text: str) -> tuple[ChatMessage, object]:
@@ -25,18 +88,55 @@ async def astart_turn(session: ChatSession, text: str) -> tuple[ChatMessage, obj
 
 
 def wait_for_turn(session_id: int, waitable: object, timeout: float = 600.0) -> ChatSession:
-    """Block until the turn ends (used by `?wait=1` and the command line)."""
+    """Block until the turn ends (used by `?wait=1` and the command line), holding no database
+    connection meanwhile; returns the session row as the turn left it."""
+    release_connection()
     if isinstance(waitable, concurrent.futures.Future):
         waitable.result(timeout=timeout)
     elif isinstance(waitable, asyncio.Future):
         raise TypeError("wait on an asyncio future with `await`, not wait_for_turn")
-    else:  # celery: the row is the only shared truth
-        deadline = time.monotonic() + timeout
-        while ChatSession.objects.filter(pk=session_id, status=SessionStatus.RUNNING).exists():
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"the turn did not finish within {timeout:g}s")
-            time.sleep(0.2)
+    else:  # celery: the turn runs in another process, which tells the session's group
+        from asgiref.sync import async_to_sync
+
+        async_to_sync(await_turn_end)(session_id, timeout)
     return ChatSession.objects.get(pk=session_id)
+
+
+def _running(session_id: int) -> bool:
+    return ChatSession.objects.filter(pk=session_id, status=SessionStatus.RUNNING).exists()
+
+
+_arunning = db_twin(_running)
+
+
+async def await_turn_end(session_id: int, within: float = 600.0) -> None:
+    """Wait for `turn.ended` on the session's channel-layer group (the process that runs the turn
+    publishes it), looking at the row once on joining and every RECHECK_SECONDS after, one borrowed
+    connection per look. Raises TimeoutError after `within` seconds."""
+    async with asyncio.timeout(within):
+        layer = get_channel_layer()  # settings always configure one (in-memory or Redis)
+        channel = await layer.new_channel()
+        group = session_group(session_id)
+        await layer.group_add(group, channel)
+        try:
+            # Joined first, then looked at the row: an end cannot slip in between unseen.
+            while await _arunning(session_id):
+                if await _turn_ended_message(layer, channel, session_id):
+                    return
+        finally:
+            await layer.group_discard(group, channel)
+
+
+async def _turn_ended_message(layer, channel: str, session_id: int) -> bool:
+    """True when a `turn.ended` of the session arrives within RECHECK_SECONDS (False: look again)."""
+    try:
+        async with asyncio.timeout(RECHECK_SECONDS):
+            while True:
+                event = events.parse((await layer.receive(channel)).get("event") or {})
+                if isinstance(event, events.TurnEnded) and event.session == session_id:
+                    return True
+    except TimeoutError:
+        return False
 
 
 def last_answer(session_id: int) -> ChatMessage | None:
