@@ -28,7 +28,8 @@ from django.db import connection
 from chat_app.models import ChatMessage, ChatSession, SessionStatus
 from fakes.openai_server import FakeLLM, RecordedRequest, Reply, text
 from ops_app.models import ApiToken
-from tests.support.django_subprocess import ROOT, child_env, test_database_url
+from tests.support import django_subprocess
+from tests.support.django_subprocess import ROOT, child_env
 from tests.support.procs import free_port, stop, wait_until
 from tests.support.required import require
 
@@ -75,7 +76,7 @@ class ConnectionCounter:
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
     def _sample(self) -> None:
-        with psycopg.connect(test_database_url(), autocommit=True) as db:
+        with psycopg.connect(django_subprocess.test_database_url(), autocommit=True) as db:
             while not self._stop.is_set():
                 row = db.execute(
                     "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", [APPLICATION]
@@ -98,7 +99,7 @@ def postgres_daphne(tmp_path: Path, model_url: str, **env: str) -> Iterator[tupl
     require(connection.vendor == "postgresql", "PostgreSQL (DATABASE_URL)")
     port = free_port()
     full_env = child_env(
-        DATABASE_URL=f"{test_database_url()}?application_name={APPLICATION}",
+        DATABASE_URL=f"{django_subprocess.test_database_url()}?application_name={APPLICATION}",
         ONGRID_DATA_DIR=str(tmp_path),
         ONGRID_LLM="openai",
         OPENAI_API_KEY="test-key",
@@ -248,3 +249,27 @@ def test_over_the_cap_clients_get_503_and_nothing_is_stored(member, fake_llm, tm
         assert outcome.body["answer"] == f"Answer to question-{outcome.index}."
     assert model.asked == 5
     assert_clean_log(log_path)
+
+
+def test_an_exhausted_pool_answers_503_not_500(member, monkeypatch):
+    """When no connection is free in time the API says "busy, retry", it does not crash."""
+    from django.db import OperationalError
+    from psycopg_pool import PoolTimeout
+    from rest_framework.test import APIClient
+
+    from chat_app import services
+
+    def exhausted(*args, **kwargs):
+        try:
+            raise PoolTimeout("couldn't get a connection after 10.00 sec")
+        except PoolTimeout as exc:
+            raise OperationalError(str(exc)) from exc  # how Django hands it on
+
+    monkeypatch.setattr(services, "start_chat", exhausted)
+    client = APIClient()
+    client.force_authenticate(member)
+    answer = client.post("/api/sessions/", {"title": "t"}, format="json")
+    assert answer.status_code == 503
+    assert answer["Retry-After"] == "2"
+    assert "database is busy" in answer.json()["detail"]
+    assert not ChatSession.objects.filter(user=member).exists()

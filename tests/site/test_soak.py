@@ -13,7 +13,7 @@ from django.db import connection
 
 from bench.soak import WEB, WORKER, soak, start_stack, summary
 from ops_app.models import ApiToken
-from tests.support.django_subprocess import test_database_url
+from tests.support import django_subprocess
 from tests.support.required import require
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -27,7 +27,7 @@ def test_soak_stays_flat_and_bounded(member, tmp_path):
     _, token = ApiToken.issue(member)
     (tmp_path / "data").mkdir()
     with start_stack(
-        test_database_url(), settings.CONFIG.redis_url, tmp_path, ONGRID_DB_POOL_SIZE="6"
+        django_subprocess.test_database_url(), settings.CONFIG.redis_url, tmp_path, ONGRID_DB_POOL_SIZE="6"
     ) as stack:
         report = soak(stack, token, turns=60, clients=10, every=0.5, warmup=0.3)
     print(summary(report))
