@@ -117,7 +117,13 @@ class ChatSessionViewSet(
             message, waitable = start_turn(session, content)
         except services.TurnInProgress as exc:
             return self._conflict(session, exc)
-        finished = wait_for_turn(session.pk, waitable)
+        try:
+            finished = wait_for_turn(session.pk, waitable)
+        except TimeoutError:  # the turn goes on; its answer will be in GET /api/sessions/{id}/
+            return Response(
+                {"session": session.pk, "turn_id": message.pk, "status": "running"},
+                status=status.HTTP_202_ACCEPTED,
+            )
         answer = last_answer(session.pk)
         return Response(
             {
