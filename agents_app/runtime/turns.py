@@ -47,8 +47,10 @@ class _WaitingRoom:
 
     def enter(self, cap: int) -> None:
         with self._lock:
-            if self.count >= cap or executors.inline_slots_full():
-                raise TurnsBusy(f"this server already carries {cap} waiting turns; try again shortly")
+            if self.count >= cap:
+                raise TurnsBusy(f"{self.count} requests already wait for their turns (cap {cap})")
+            if executors.inline_slots_full():
+                raise TurnsBusy(f"all {cap} turn slots of this process are taken")
             self.count += 1
 
     def leave(self) -> None:
@@ -68,11 +70,6 @@ def waiting_slot() -> Iterator[None]:
         yield
     finally:
         _waiting_room.leave()
-
-
-def waiting_now() -> int:
-    """How many callers of this process wait for a turn right now (tests, the soak)."""
-    return _waiting_room.count
 
 
 def start_turn(session: ChatSession, text: str) -> tuple[ChatMessage, object]:
