@@ -14,7 +14,9 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import logging
 import threading
+import time
 from collections.abc import Iterator
 
 from channels.layers import get_channel_layer
@@ -25,6 +27,8 @@ from chat_app import services
 from chat_app.groups import session_group
 from chat_app.models import ChatMessage, ChatSession, SessionStatus
 from ops_app.core.async_db import db_twin, release_connection
+
+log = logging.getLogger(__name__)
 
 # Without a push (a turn ended by the reaper, or an event lost by the layer) the row is looked at
 # this often while waiting; each look borrows a connection for one query.
@@ -109,31 +113,52 @@ _arunning = db_twin(_running)
 async def await_turn_end(session_id: int, within: float = 600.0) -> None:
     """Wait for `turn.ended` on the session's channel-layer group (the process that runs the turn
     publishes it), looking at the row once on joining and every RECHECK_SECONDS after, one borrowed
-    connection per look. Raises TimeoutError after `within` seconds."""
-    async with asyncio.timeout(within):
-        layer = get_channel_layer()  # settings always configure one (in-memory or Redis)
-        channel = await layer.new_channel()
-        group = session_group(session_id)
-        await layer.group_add(group, channel)
-        try:
-            # Joined first, then looked at the row: an end cannot slip in between unseen.
-            while await _arunning(session_id):
-                if await _turn_ended_message(layer, channel, session_id):
-                    return
-        finally:
-            await layer.group_discard(group, channel)
+    connection per look. Raises TimeoutError after `within` seconds.
 
-
-async def _turn_ended_message(layer, channel: str, session_id: int) -> bool:
-    """True when a `turn.ended` of the session arrives within RECHECK_SECONDS (False: look again)."""
+    The layer is read by a task of its own that is cancelled once, at the end: cutting a Redis read
+    short every few seconds would be both wasteful and fragile. If the layer fails, the looks at
+    the row carry on alone."""
+    layer = get_channel_layer()  # settings always configure one (in-memory or Redis)
+    channel = await layer.new_channel()
+    group = session_group(session_id)
+    await layer.group_add(group, channel)
+    listener = asyncio.create_task(_turn_ended(layer, channel, session_id))
+    deadline = time.monotonic() + within
     try:
-        async with asyncio.timeout(RECHECK_SECONDS):
-            while True:
-                event = events.parse((await layer.receive(channel)).get("event") or {})
-                if isinstance(event, events.TurnEnded) and event.session == session_id:
-                    return True
-    except TimeoutError:
-        return False
+        # Joined first, then looked at the row: an end cannot slip in between unseen.
+        while await _arunning(session_id):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"the turn did not finish within {within:g}s")
+            if not listener.done():
+                await asyncio.wait([listener], timeout=min(RECHECK_SECONDS, remaining))
+            elif listener.exception() is None:
+                return
+            else:  # the layer failed: the row is the only truth left
+                await asyncio.sleep(min(RECHECK_SECONDS, remaining))
+    finally:
+        await _close_listener(listener, layer, group, channel)
+
+
+async def _turn_ended(layer, channel: str, session_id: int) -> None:
+    """Return once a `turn.ended` of the session arrives on `channel`."""
+    while True:
+        event = events.parse((await layer.receive(channel)).get("event") or {})
+        if isinstance(event, events.TurnEnded) and event.session == session_id:
+            return
+
+
+async def _close_listener(listener: asyncio.Task, layer, group: str, channel: str) -> None:
+    if listener.done() and not listener.cancelled() and listener.exception() is not None:
+        log.warning("waiting for a turn without the channel layer: %r", listener.exception())
+    listener.cancel()
+    await asyncio.wait([listener])  # whatever a cancelled read ends with, it is not ours to raise
+    if not listener.cancelled():
+        listener.exception()  # retrieved: no "exception was never retrieved" at exit
+    try:
+        await layer.group_discard(group, channel)
+    except Exception:  # noqa: BLE001 - the group entry expires on its own
+        log.warning("could not leave %s", group, exc_info=True)
 
 
 def last_answer(session_id: int) -> ChatMessage | None:
