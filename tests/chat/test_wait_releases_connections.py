@@ -273,3 +273,64 @@ def test_an_exhausted_pool_answers_503_not_500(member, monkeypatch):
     assert answer["Retry-After"] == "2"
     assert "database is busy" in answer.json()["detail"]
     assert not ChatSession.objects.filter(user=member).exists()
+
+
+def _watched_waiter(monkeypatch, session_id: int):
+    """`await_turn_end` of `session_id`, and an event set once it has joined the group and looked
+    at the row for the first time (so the test acts only after that)."""
+    from agents_app.runtime import turns
+
+    looked = asyncio.Event()
+    look = turns._arunning
+
+    async def first_look(pk: int) -> bool:
+        running = await look(pk)
+        looked.set()
+        return running
+
+    monkeypatch.setattr(turns, "_arunning", first_look)
+    return turns.await_turn_end(session_id, within=30), looked
+
+
+def test_a_celery_wait_ends_on_the_pushed_turn_ended(member, monkeypatch):
+    """The waiter wakes on `turn.ended` from the channel layer, not on its next look at the row."""
+    from agents_app.runtime import events, turns
+    from agents_app.runtime.publishing import Publisher
+    from chat_app import services
+
+    monkeypatch.setattr(turns, "RECHECK_SECONDS", 120.0)  # a look at the row would come too late
+    chat = services.start_chat(member, channel="api")
+    services.begin_turn(chat.pk, "hello")  # the row says running, and keeps saying it
+
+    async def scenario() -> None:
+        waiter, looked = _watched_waiter(monkeypatch, chat.pk)
+        waiting = asyncio.create_task(waiter)
+        async with asyncio.timeout(20):
+            await looked.wait()
+            await Publisher(chat.pk).publish(events.TurnEnded(chat.pk, status="completed"))
+            await waiting
+
+    asyncio.run(scenario())
+    assert ChatSession.objects.get(pk=chat.pk).status == SessionStatus.RUNNING  # ended by the push
+
+
+def test_a_celery_wait_sees_an_end_nobody_announced(member, monkeypatch):
+    """A turn closed without `turn.ended` (the reaper, a lost message) is seen at the next look."""
+    from agents_app.runtime import turns
+    from chat_app import services
+
+    monkeypatch.setattr(turns, "RECHECK_SECONDS", 0.1)
+    chat = services.start_chat(member, channel="api")
+    services.begin_turn(chat.pk, "hello")
+
+    async def scenario() -> None:
+        waiter, looked = _watched_waiter(monkeypatch, chat.pk)
+        waiting = asyncio.create_task(waiter)
+        async with asyncio.timeout(20):
+            await looked.wait()
+            await asyncio.to_thread(
+                lambda: ChatSession.objects.filter(pk=chat.pk).update(status=SessionStatus.IDLE)
+            )
+            await waiting
+
+    asyncio.run(scenario())
