@@ -334,3 +334,15 @@ def test_a_celery_wait_sees_an_end_nobody_announced(member, monkeypatch):
             await waiting
 
     asyncio.run(scenario())
+
+
+def test_the_pool_gives_up_on_a_connection_after_its_timeout(tmp_path):
+    """A call waits ONGRID_DB_POOL_TIMEOUT (10 s by default) for a pooled connection, not 30 s."""
+    from ongrid_site.config import ConfigError, _database
+
+    url = "postgres://ongrid@db:5432/ongrid"
+    assert _database({"DATABASE_URL": url}, tmp_path)["OPTIONS"]["pool"]["timeout"] == 10.0
+    pool = _database({"DATABASE_URL": url, "ONGRID_DB_POOL_TIMEOUT": "2.5"}, tmp_path)["OPTIONS"]["pool"]
+    assert pool == {"min_size": 2, "max_size": 20, "timeout": 2.5}
+    with pytest.raises(ConfigError, match="ONGRID_DB_POOL_TIMEOUT"):
+        _database({"DATABASE_URL": url, "ONGRID_DB_POOL_TIMEOUT": "soon"}, tmp_path)
