@@ -22,7 +22,14 @@ from agents_app.runtime.core import get_runtime
 from agents_app.runtime.executors import reap_at_startup, remember_main_loop, run_in_background
 from agents_app.runtime.reply_language import normalize as normalize_language
 from agents_app.runtime.reply_language import register_thread_language
-from agents_app.runtime.turns import astart_turn, last_answer, start_turn, wait_for_turn
+from agents_app.runtime.turns import (
+    TurnsBusy,
+    astart_turn,
+    last_answer,
+    start_turn,
+    wait_for_turn,
+    waiting_slot,
+)
 from agents_app.tools.replay import MATCHERS, Recording, Replay, replaying
 from agents_app.tools.toolbag import build_toolbag
 from agents_app.toolsets.contract import Tool, ToolContext, ToolError
@@ -38,6 +45,8 @@ __all__ = [
     "astart_turn",
     "start_turn",
     "wait_for_turn",
+    "waiting_slot",
+    "TurnsBusy",
     "last_answer",
     "get_runtime",
     "run_in_background",

@@ -183,10 +183,18 @@ def _database(env: Mapping[str, str], data_dir: Path) -> dict:
         pool_size = int(_number(env, "ONGRID_DB_POOL_SIZE", 20, int, 0))
         if pool_size:
             # Django's native pool (psycopg_pool): turns borrow a connection per database call from
-            # any thread (ops_app.core.async_db). With CONN_HEALTH_CHECKS Django has the pool test a
-            # connection as it leaves the pool, so one the server dropped (restart,
-            # pg_terminate_backend) is replaced instead of used.
-            options["pool"] = {"min_size": min(2, pool_size), "max_size": pool_size}
+            # any thread (ops_app.core.async_db) and a waiting request holds none, so the pool bounds
+            # how many database calls run at once, not how many turns (docs/runtime.md,
+            # "Executors"). With CONN_HEALTH_CHECKS Django has the pool test a connection as it
+            # leaves the pool, so one the server dropped (restart, pg_terminate_backend) is replaced
+            # instead of used. `timeout`: how long a call waits for a free connection before it
+            # fails (the API answers 503 then); calls last milliseconds, so a long wait means the
+            # database is stuck, and failing soon is kinder than 30 s of silence.
+            options["pool"] = {
+                "min_size": min(2, pool_size),
+                "max_size": pool_size,
+                "timeout": _number(env, "ONGRID_DB_POOL_TIMEOUT", 10.0, float, 0.1),
+            }
     return db
 
 

@@ -19,6 +19,7 @@ from agents_app.models import MutatingProposal
 from audit_app.recorder import truncate
 from audit_app.redaction import redact_text
 from chat_app.models import ChatSession
+from ops_app.core.async_db import db_twin
 from ops_app.tenancy import roles
 from ops_app.tenancy.scoping import organization_of
 
@@ -166,11 +167,14 @@ async def wait_for_human(
     """Poll the row until a human decides, `stopped()` says the agent was stopped, or time runs out.
 
     Polling the database (not an in-process event) is what makes a click served by another
-    process count. On timeout or stop the proposal is rejected here, unless a human got there first.
+    process count. Each look borrows a connection for one query and gives it back (`db_twin`), so
+    a wait of minutes holds none in between: many writes waiting for signatures cannot starve the
+    pool the signing requests need. On timeout or stop the proposal is rejected here, unless a
+    human got there first.
     """
     deadline = time.monotonic() + within
     while True:
-        proposal = await MutatingProposal.objects.aget(pk=proposal_id)
+        proposal = await _aproposal(proposal_id)
         if proposal.decision != Decision.PENDING:
             return proposal
         reason = ""
@@ -180,8 +184,15 @@ async def wait_for_human(
             reason = f"no human approved it within {within:g}s"
         if reason:
             await areject(proposal_id, reason)
-            return await MutatingProposal.objects.aget(pk=proposal_id)
+            return await _aproposal(proposal_id)
         await asyncio.sleep(poll)
+
+
+def _proposal(proposal_id: int) -> MutatingProposal:
+    return MutatingProposal.objects.get(pk=proposal_id)
+
+
+_aproposal = db_twin(_proposal)
 
 
 def describe_proposal(proposal: MutatingProposal) -> dict:

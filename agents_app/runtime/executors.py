@@ -122,6 +122,14 @@ def _slots() -> asyncio.Semaphore:
     return slots
 
 
+def inline_slots_full() -> bool:
+    """True when the server loop of this process runs as many inline turns as its cap allows, so
+    a new one would only queue: the API refuses a waiting request then (agents_app/runtime/turns.py)."""
+    loop = _main_loop
+    slots = _inline_slots.get(loop) if loop is not None else None
+    return slots is not None and slots.locked()
+
+
 async def _fresh_turn(session_id: int) -> None:
     """Wait for one of this loop's slots (the chat shows "Queued" meanwhile, as in the Celery
     shape), then run the turn. Its ORM thread's connection is dropped first if stale (the database

@@ -7,6 +7,9 @@ loop's thread pool instead: each call borrows a pooled, checked connection and g
 it returns, so no thread keeps a connection the server may since have dropped. SQLite has one
 writer: there, and on PostgreSQL without the pool, the twins keep the thread-sensitive thread.
 See docs/architecture.md, "Talking to the database from async code".
+
+`release_connection` is for the other side: a synchronous request that is about to wait (for a
+turn, a signature) gives its thread's connection back first, so waiting never holds one.
 """
 
 from __future__ import annotations
@@ -47,3 +50,33 @@ def db_twin(fn: Callable[P, R]) -> Callable[P, Awaitable[R]]:
         return await on_orm_thread(*args, **kwargs)
 
     return twin
+
+
+def release_connection() -> None:
+    """Give this thread's database connection back before a long wait (to the pool on PostgreSQL).
+
+    A request thread keeps its connection until the request ends; one that then waits minutes for
+    a turn would hold it all that time while the turn itself needs connections to finish, and
+    enough such requests exhaust the pool. The next query borrows again. Inside a transaction the
+    connection is the transaction, so it is kept (closing it would roll the work back).
+    """
+    connection = connections["default"]
+    if not connection.in_atomic_block:
+        connection.close()
+
+
+def pool_exhausted(exc: BaseException) -> bool:
+    """True when `exc` (or what caused it) is the connection pool's "no connection in time": the
+    database is saturated, a condition to answer 503 and retry, not a bug to answer 500 for."""
+    try:
+        from psycopg_pool import PoolTimeout
+    except ImportError:  # no PostgreSQL driver: there is no pool to exhaust
+        return False
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, PoolTimeout):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
