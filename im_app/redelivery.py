@@ -28,7 +28,9 @@ log = logging.getLogger(__name__)
 
 DRAIN_EVERY = 15.0  # seconds between two passes of the embedded loop
 
-_loops: set[int] = set()  # ids of the event loops that already run the embedded drainer
+# The embedded drainer of each event loop that runs one (a server has one loop; a test, one per
+# test). Holding the task here keeps it from being garbage-collected mid-run.
+_loops: dict[asyncio.AbstractEventLoop, asyncio.Task] = {}
 
 
 async def drain_once(now: datetime | None = None) -> int:
@@ -120,20 +122,19 @@ def embedded() -> bool:
 
 
 def ensure_drainer() -> None:
-    """Start the embedded loop on the running event loop, once per loop (embedded shape only)."""
+    """Start the embedded loop on the running event loop unless one runs there (embedded shape
+    only). Called when a row is queued: a process that never queues one never polls the table."""
     if not embedded():
         return
     loop = asyncio.get_running_loop()
-    if id(loop) in _loops:
-        return
-    _loops.add(id(loop))
-    task = loop.create_task(drainer_loop(asyncio.Event()), name="im-redelivery")
-    task.add_done_callback(lambda _task: _loops.discard(id(loop)))
-    _RUNNING.add(task)
-    task.add_done_callback(_RUNNING.discard)
+    running = _loops.get(loop)
+    if running is None or running.done():
+        _loops[loop] = loop.create_task(drainer_loop(asyncio.Event()), name="im-redelivery")
 
 
-_RUNNING: set[asyncio.Task] = set()  # references, so a running loop is not garbage-collected
+def running_drainers() -> list[asyncio.Task]:
+    """The embedded loops still running (tests stop them; a server's run until it exits)."""
+    return [task for task in _loops.values() if not task.done()]
 
 
 async def drainer_loop(stop: asyncio.Event, every: float | None = None) -> None:
