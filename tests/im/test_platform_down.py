@@ -273,3 +273,22 @@ async def test_two_drainers_at_once_post_a_late_answer_once(
     [late] = telegram.thread()
     assert LATE in late and late.count(ANSWER) == 1
     assert await _status(row.pk) == LateDelivery.DELIVERED
+
+
+async def test_the_late_note_is_in_the_threads_language(org, member, agents_llm, quick):
+    telegram = platform_named("telegram")
+    try:
+        app = await sync_to_async(telegram.make_app)(org, telegram.fake, reply_language="fr")
+        await sync_to_async(link)(app, telegram.sender, member)
+        agents_llm.add("default", text(ANSWER))
+        telegram.fake.refuse_connections()
+        await telegram.ask(app, QUESTION)
+        [row] = await rows()
+        telegram.fake.come_back()
+
+        await until(lambda: _is(row.pk, LateDelivery.DELIVERED), what="the late delivery")
+
+        [late] = telegram.thread()
+        assert "livré en retard : Telegram était injoignable" in late and ANSWER in late
+    finally:
+        telegram.fake.stop()
