@@ -54,6 +54,7 @@ QUESTION = "Why is db-1 disk full?"
 ANSWER = "The WAL of postgres fills /var on db-1."
 SLACK_TS = "1700000100.000100"
 LATE = "delivered late"
+APPROVE = "Decision: approve\nSOP: pass — RB-12 covers acknowledging\nConcurrent work: pass\nRollback: pass"
 
 
 @dataclass
@@ -292,3 +293,47 @@ async def test_the_late_note_is_in_the_threads_language(org, member, agents_llm,
         assert "livré en retard : Telegram était injoignable" in late and ANSWER in late
     finally:
         telegram.fake.stop()
+
+
+async def test_an_approval_card_queued_in_the_outage_arrives_late_and_its_buttons_work(
+    telegram, org, member, agents_llm, quick, settings
+):
+    import dataclasses
+
+    from ops_app.models import Incident
+    from tests.support.gate import DUAL, ack_arguments, make_incident, make_user_agent
+    from tests.support.im import tg_button
+
+    settings.CONFIG = dataclasses.replace(settings.CONFIG, approval_timeout=60.0)
+    await sync_to_async(make_user_agent)(org, DUAL, "dual-sign-required", ["acknowledge_incident"])
+    incident = await sync_to_async(make_incident)(org)
+    app = await sync_to_async(app_and_user)(telegram, org, member)
+    brief = {"description": "Ack payments", "subagent_type": DUAL, "prompt": "Ack the incident."}
+    agents_llm.add("default", tool_calls(call("AgentTool", brief, id="dispatch")), text("Acknowledged it."))
+    agents_llm.add(
+        DUAL, tool_calls(call("acknowledge_incident", ack_arguments(incident), id="ack")), text("Done.")
+    )
+    agents_llm.add("reviewer", text(APPROVE))
+    telegram.fake.refuse_connections()
+
+    await post_telegram(app, tg_message(1, "Acknowledge the payments incident"), wait=False)
+    card_row = await until(
+        lambda: OutboxMessage.objects.filter(kind=OutboxMessage.Kind.CARD).afirst(), what="the queued card"
+    )
+    assert card_row.proposal_id is not None and card_row.status == LateDelivery.PENDING
+    telegram.fake.come_back()
+
+    card_id = await until(
+        lambda: next((i for i, m in list(telegram.fake.messages.items()) if "Approval" in m["text"]), None),
+        what="the late card",
+    )
+    card = telegram.fake.messages[card_id]
+    assert LATE in card["text"] and f"incident:{incident.pk}" in card["text"]
+    approve, _reject = card["reply_markup"]["inline_keyboard"][0]
+    press = tg_button(2, approve["callback_data"], user_id=42, chat_id=555, message_id=card_id)
+    await post_telegram(app, press)  # waits for the press and for the relay, which ends with the turn
+
+    assert (await Incident.objects.aget(pk=incident.pk)).status == "acknowledged"
+    assert "Approved by alice" in telegram.fake.messages[card_id]["text"]
+    assert any(t.startswith("Acknowledged it.") for t in telegram.thread())
+    assert await _is(card_row.pk, LateDelivery.DELIVERED)
