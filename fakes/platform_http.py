@@ -38,6 +38,7 @@ class PlatformFake:
         self._server: ThreadingHTTPServer | None = None
         self._port = 0
         self.refused = False  # True while connections are refused
+        self.all_unavailable = False  # True while every call is answered 503
 
     # --- scripting and inspection -------------------------------------------------------------
 
@@ -51,15 +52,24 @@ class PlatformFake:
         with self.lock:
             self._unavailable[method] += times
 
+    def answer_unavailable(self) -> None:
+        """Answer every call 503 (the edge up, the API behind it down) until `come_back`."""
+        with self.lock:
+            self.all_unavailable = True
+
     def refuse_connections(self) -> None:
         """Close the listening socket: every new connection is refused until `come_back`."""
         self.refused = True
         self._close()
 
     def come_back(self) -> None:
-        """Listen again on the same port: the same base URL works again."""
-        self._listen(self._port)
-        self.refused = False
+        """Answer normally again; after `refuse_connections`, listen again on the same port (the
+        same base URL works again)."""
+        with self.lock:
+            self.all_unavailable = False
+        if self.refused:
+            self._listen(self._port)
+            self.refused = False
 
     def called(self, method: str) -> list[Call]:
         with self.lock:
@@ -140,8 +150,8 @@ class PlatformFake:
         with self.lock:
             self.calls.append(call)
             limited = self._limits[method].pop(0) if self._limits[method] else None
-            down = self._unavailable[method] > 0
-            if down:
+            down = self.all_unavailable or self._unavailable[method] > 0
+            if down and not self.all_unavailable:
                 self._unavailable[method] -= 1
         if down:
             call.status = 503

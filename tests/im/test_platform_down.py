@@ -140,9 +140,28 @@ async def contents(session) -> list[str]:
 async def test_the_question_survives_the_outage_and_the_answer_comes_late_once(
     platform, org, member, agents_llm, quick
 ):
+    await _outage_then_late_answer(platform, org, member, agents_llm, "refused")
+
+
+async def test_an_outage_answered_503_by_the_platforms_edge_is_survived_the_same_way(
+    org, member, agents_llm, quick
+):
+    slack = platform_named("slack")
+    try:
+        await _outage_then_late_answer(slack, org, member, agents_llm, "503")
+    finally:
+        slack.fake.stop()
+
+
+async def _outage_then_late_answer(platform: Platform, org, member, agents_llm, mode: str) -> None:
+    """The platform down (`mode`: connections refused, or every call answered 503) while the
+    question arrives; the answer is in the web chat at once and in the thread once it is back."""
     app = await sync_to_async(app_and_user)(platform, org, member)
     agents_llm.add("default", text(ANSWER))
-    platform.fake.refuse_connections()
+    if mode == "refused":
+        platform.fake.refuse_connections()
+    else:
+        platform.fake.answer_unavailable()
 
     response = await platform.ask(app, QUESTION)
 
@@ -154,7 +173,7 @@ async def test_the_question_survives_the_outage_and_the_answer_comes_late_once(
     assert QUESTION in page and ANSWER in page
     [row] = await rows()
     assert row.status == LateDelivery.PENDING and row.session_id == session.pk
-    assert row.last_error == "ConnectError"
+    assert row.last_error == ("ConnectError" if mode == "refused" else "HTTP 503")
     assert platform.thread() == []
 
     platform.fake.come_back()
