@@ -2,7 +2,8 @@
 they were ready, once it answers again, each with a short note that it comes late.
 
 It runs in both shapes: as a loop on the serving process's event loop without Redis (started with
-the first queued row, and by `manage.py ongrid_im`), and as the Celery beat task
+the first queued row, or by the first webhook after a restart when rows wait; and by
+`manage.py ongrid_im`), and as the Celery beat task
 `im_app.redeliver` with Redis. Any number may run at once: each row is claimed first
 (`outbox.claim`), so it is posted once whoever drains it.
 """
@@ -10,7 +11,9 @@ the first queued row, and by `manage.py ongrid_im`), and as the Celery beat task
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
+import weakref
 from datetime import datetime
 
 from asgiref.sync import sync_to_async
@@ -21,7 +24,7 @@ from django.utils.translation import gettext as _
 from im_app import outbox
 from im_app.background import sleep_unless_stopped
 from im_app.delivery import FAILURES, failure_reason
-from im_app.models import OutboxMessage
+from im_app.models import LateDelivery, OutboxMessage
 from im_app.thread import PlatformThread
 
 log = logging.getLogger(__name__)
@@ -31,6 +34,7 @@ DRAIN_EVERY = 15.0  # seconds between two passes of the embedded loop
 # The embedded drainer of each event loop that runs one (a server has one loop; a test, one per
 # test). Holding the task here keeps it from being garbage-collected mid-run.
 _loops: dict[asyncio.AbstractEventLoop, asyncio.Task] = {}
+_checked: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()  # see resume_if_pending
 
 
 async def drain_once(now: datetime | None = None) -> int:
@@ -129,7 +133,24 @@ def ensure_drainer() -> None:
     loop = asyncio.get_running_loop()
     running = _loops.get(loop)
     if running is None or running.done():
-        _loops[loop] = loop.create_task(drainer_loop(asyncio.Event()), name="im-redelivery")
+        # A fresh context, as for `background.run_after_answer`: a request's (its per-request
+        # thread executor among it) ends with the answer, and this loop's database calls outlive it.
+        _loops[loop] = loop.create_task(
+            drainer_loop(asyncio.Event()), name="im-redelivery", context=contextvars.Context()
+        )
+
+
+async def resume_if_pending() -> None:
+    """After a restart nothing queues a row, yet rows may wait: the first webhook a serving
+    process gets starts its loop when there are any (one query per event loop, not per webhook)."""
+    if not embedded():
+        return
+    loop = asyncio.get_running_loop()
+    if loop in _checked:
+        return
+    _checked.add(loop)
+    if await OutboxMessage.objects.filter(status=LateDelivery.PENDING).aexists():
+        ensure_drainer()
 
 
 def running_drainers() -> list[asyncio.Task]:

@@ -356,3 +356,21 @@ async def test_an_approval_card_queued_in_the_outage_arrives_late_and_its_button
     assert "Approved by alice" in telegram.fake.messages[card_id]["text"]
     assert any(t.startswith("Acknowledged it.") for t in telegram.thread())
     assert await _is(card_row.pk, LateDelivery.DELIVERED)
+
+
+async def test_answers_queued_before_a_restart_go_out_after_its_first_webhook(
+    telegram, org, member, agents_llm, quick
+):
+    app = await sync_to_async(app_and_user)(telegram, org, member)
+    address = {"chat_id": 555, "topic_id": None}
+    left = "Answer queued before the restart."
+    row = await sync_to_async(outbox.enqueue)(app, None, address, [(left, None)], "ConnectError")
+    assert redelivery.running_drainers() == []  # a fresh process: nothing drains yet
+    agents_llm.add("default", text(ANSWER))
+
+    await telegram.ask(app, QUESTION)
+
+    await until(lambda: _is(row.pk, LateDelivery.DELIVERED), what="the row left by the restart")
+    late = [t for t in telegram.thread() if left in t]
+    assert len(late) == 1 and LATE in late[0]
+    assert any(t.startswith(ANSWER) for t in telegram.thread())
