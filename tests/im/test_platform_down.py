@@ -374,3 +374,20 @@ async def test_answers_queued_before_a_restart_go_out_after_its_first_webhook(
     late = [t for t in telegram.thread() if left in t]
     assert len(late) == 1 and LATE in late[0]
     assert any(t.startswith(ANSWER) for t in telegram.thread())
+
+
+async def test_manage_py_ongrid_im_drains_the_outbox_too(telegram, org, member, quick):
+    from im_app import outbound
+
+    app = await sync_to_async(app_and_user)(telegram, org, member)
+    left = "Answer queued while Telegram was down."
+    row = await sync_to_async(outbox.enqueue)(app, None, {"chat_id": 555}, [(left, None)], "HTTP 503")
+    stop = asyncio.Event()
+    runner = asyncio.create_task(outbound.run_all(stop))  # what `manage.py ongrid_im` runs
+
+    await until(lambda: _is(row.pk, LateDelivery.DELIVERED), what="the row drained by ongrid_im")
+    stop.set()
+    await asyncio.wait_for(runner, timeout=10)
+
+    [late] = telegram.thread()
+    assert left in late and LATE in late
