@@ -5,7 +5,7 @@ from django.utils.translation import gettext_lazy as _
 
 from im_app import identities
 from im_app.connection import test_connection
-from im_app.models import IMApp, IMIdentity
+from im_app.models import IMApp, IMIdentity, OutboxMessage
 from im_app.platforms.registry import PLATFORMS
 from ops_app.admin.scoping import TenantScopedAdmin
 from ops_app.tenancy.scoping import sees_all_tenants
@@ -112,3 +112,40 @@ class IMIdentityAdmin(TenantScopedAdmin):
             else:
                 message = gettext("%(sender)s: no suggested user who may be linked.") % {"sender": name}
                 self.message_user(request, message, messages.WARNING)
+
+
+@admin.register(OutboxMessage)
+class OutboxMessageAdmin(TenantScopedAdmin):
+    """Answers queued while a platform was down (docs/im.md): read-only, written by the relay and
+    the drainer alone. `last error` is a short status or class name, never the platform's words."""
+
+    list_display = (
+        "created_at",
+        "app",
+        "kind",
+        "status",
+        "attempts",
+        "last_error",
+        "next_attempt_at",
+        "delivered_at",
+    )
+    list_filter = ("status", "kind", "app")
+    readonly_fields = (
+        "app",
+        "session",
+        "kind",
+        "status",
+        "attempts",
+        "sent",
+        "last_error",
+        "next_attempt_at",
+        "created_at",
+        "delivered_at",
+    )
+    fields = readonly_fields
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False

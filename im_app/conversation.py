@@ -31,11 +31,21 @@ from chat_app import services
 from chat_app.groups import session_group
 from chat_app.models import ChatSession
 from chat_app.stops import for_viewer
-from im_app import identities
+from im_app import identities, redelivery
+from im_app.delivery import with_retries
 from im_app.identities import Sender
 from im_app.languages import thread_language
-from im_app.models import IMApp
-from im_app.thread import PLACEHOLDER, Progress, Thread, ThrottledEditor, approval_buttons, stop_button
+from im_app.models import IMApp, OutboxMessage
+from im_app.outbox import aenqueue
+from im_app.thread import (
+    PLACEHOLDER,
+    PlatformThread,
+    Progress,
+    Thread,
+    ThrottledEditor,
+    approval_buttons,
+    stop_button,
+)
 from ops_app.tenancy import roles
 from ops_app.tenancy.scoping import organization_of
 
@@ -124,34 +134,39 @@ async def _converse(
     if fresh and not text.strip():
         await thread.post(thread.plain(_("Started a new conversation. What should I look into?")))
         return session
-    await relay(thread, session, text)
+    await relay(app, thread, session, text)
     return session
 
 
 # --- the relay ---------------------------------------------------------------------------------
 
 
-async def relay(thread: Thread, session: ChatSession, text: str) -> None:
-    """Start a turn in `session` and mirror it into the thread until it ends."""
+async def relay(app: IMApp, thread: PlatformThread, session: ChatSession, text: str) -> None:
+    """Start a turn in `session` and mirror it into the thread until it ends.
+
+    The turn starts first: the question is saved (and the session in the user's web chats) even
+    when the platform cannot be reached. The placeholder is posted beside it, with a few quick
+    tries; an answer or card that still cannot be posted goes to the outbox (`im_app.outbox`)."""
     layer = get_channel_layer()
     channel = await layer.new_channel()
     group = session_group(session.root_session_id or session.pk)
     await layer.group_add(group, channel)
     try:
-        stop = stop_button(session.pk)
-        ref = await thread.post(thread.plain(str(PLACEHOLDER)), stop)
         try:
             await astart_turn(session, text)
         except services.TurnInProgress:
             busy = _("An answer is already being written in this thread; wait for it or press Stop.")
-            await thread.edit(ref, thread.plain(busy))
+            await with_retries(lambda: thread.post(thread.plain(busy)), "busy notice")
             return
         except ValueError as exc:  # "The message is empty.", raised in the active language
-            await thread.edit(ref, thread.plain(str(exc)))
+            refusal = str(exc)
+            await with_retries(lambda: thread.post(thread.plain(refusal)), "refusal")
             return
-        editor = ThrottledEditor(thread, ref, buttons=stop)
+        stop = stop_button(session.pk)
+        placeholder = asyncio.get_running_loop().create_task(_post_placeholder(thread, stop))
+        editor = ThrottledEditor(thread, placeholder, buttons=stop)
         progress = Progress()
-        cards: dict[int, object] = {}
+        cards = Cards(app, thread, session.pk)
         ended = events.TurnEnded(session.pk)  # what a relay that gave up shows
         async with asyncio.timeout(TURN_LIMIT):
             while True:
@@ -160,36 +175,114 @@ async def relay(thread: Thread, session: ChatSession, text: str) -> None:
                     ended = event
                     break
                 if isinstance(event, events.PROPOSAL_EVENTS):
-                    await _show_card(thread, cards, event.proposal)
+                    cards.show(event.proposal)
                 elif event is not None and progress.take(event):
                     editor.update(thread.progress(progress.lines, progress.streamed))
-        await editor.finish(_final(thread, session.pk, ended))
+        await cards.settled()
+        left, reason = await editor.finish(_final(thread, session.pk, ended, progress.notes))
+        if left:
+            await aenqueue(app, session.pk, thread.address(), [(chunk, None) for chunk in left], reason)
+            log.warning(
+                "IM app %s: the answer of session %s is queued for later (%s)", app.pk, session.pk, reason
+            )
+            redelivery.ensure_drainer()
     except TimeoutError:
         log.warning("IM relay of session %s gave up waiting for the turn", session.pk)
     finally:
         await layer.group_discard(group, channel)
 
 
-def _final(thread: Thread, session_id: int, ended: events.TurnEnded) -> list[str]:
+async def _post_placeholder(thread: Thread, stop: list) -> object | None:
+    """The placeholder's ref, or None when the platform could not take it after a few tries."""
+    try:
+        ref, _reason = await with_retries(
+            lambda: thread.post(thread.plain(str(PLACEHOLDER)), stop), "placeholder"
+        )
+    except Exception:  # noqa: BLE001 - the turn goes on; the answer is then posted (or queued)
+        log.exception("the IM placeholder could not be posted")
+        return None
+    return ref
+
+
+def _final(thread: Thread, session_id: int, ended: events.TurnEnded, notes: list[str]) -> list[str]:
+    """The final answer's messages. SendMessage notes come first, each on its own line: on a fast
+    turn the placeholder never showed them, and the final edit replaces what it did show."""
     text = ended.text
     if ended.stopped:
         text = f"{text}\n\n⏹ {for_viewer(ended.stopped)}".strip()  # the runtime's English, translated
     elif ended.status != "completed":
         problem = ended.error or _("The turn ended without an answer.")
         text = f"{text}\n\n⚠️ {problem}".strip()
-    return thread.final(text or _("(no answer)"), links_for(session_id))
+    text = text or _("(no answer)")
+    if notes:
+        text = "\n\n".join([*(f"💬 {note}" for note in notes), text])
+    return thread.final(text, links_for(session_id))
 
 
-async def _show_card(thread: Thread, cards: dict[int, object], proposal: dict) -> None:
-    if not proposal.get("requires_human") and not proposal.get("awaiting_human"):
-        return
-    rendered, buttons = card_of(thread, proposal)
-    ref = cards.get(proposal.get("id"))
-    if ref is None:
-        if proposal.get("awaiting_human"):
-            cards[proposal["id"]] = await thread.post(rendered, buttons)
-        return
-    await thread.edit(ref, rendered, buttons)
+QUEUED = object()  # a card that went to the outbox: later changes are shown when it is delivered
+
+
+class Cards:
+    """The approval cards of one turn in its thread: posted when a proposal awaits a human, edited
+    as it is decided. Posts and edits run one after another beside the relay's reading of events
+    (a platform that is slow or down must not stall it), and a card that cannot be posted is
+    queued with its proposal, to be shown as it stands when the platform is back."""
+
+    def __init__(self, app: IMApp, thread: PlatformThread, session_id: int) -> None:
+        self.app, self.thread, self.session_id = app, thread, session_id
+        self.refs: dict[int, object] = {}
+        self.last: asyncio.Task | None = None
+
+    def show(self, proposal: dict) -> None:
+        previous = self.last
+        self.last = asyncio.get_running_loop().create_task(self._after(previous, proposal))
+
+    async def settled(self) -> None:
+        if self.last is not None:
+            await asyncio.gather(self.last, return_exceptions=True)
+
+    async def _after(self, previous: asyncio.Task | None, proposal: dict) -> None:
+        if previous is not None:
+            await asyncio.gather(previous, return_exceptions=True)
+        try:
+            await self._show(proposal)
+        except Exception:  # noqa: BLE001 - one card must not end the relay
+            log.exception(
+                "IM app %s: could not show the card of proposal %s", self.app.pk, proposal.get("id")
+            )
+
+    async def _show(self, proposal: dict) -> None:
+        if not proposal.get("requires_human") and not proposal.get("awaiting_human"):
+            return
+        rendered, buttons = card_of(self.thread, proposal)
+        ref = self.refs.get(proposal.get("id"))
+        if ref is QUEUED:
+            return
+        if ref is None:
+            if proposal.get("awaiting_human"):
+                await self._post(proposal["id"], rendered, buttons)
+            return
+        await with_retries(lambda: self.thread.edit(ref, rendered, buttons), "card edit")
+
+    async def _post(self, proposal_id: int, rendered: str, buttons: list | None) -> None:
+        ref, reason = await with_retries(lambda: self.thread.post(rendered, buttons), "card")
+        if not reason:
+            self.refs[proposal_id] = ref
+            return
+        self.refs[proposal_id] = QUEUED
+        await aenqueue(
+            self.app,
+            self.session_id,
+            self.thread.address(),
+            [(rendered, buttons)],
+            reason,
+            kind=OutboxMessage.Kind.CARD,
+            proposal_id=proposal_id,
+        )
+        log.warning(
+            "IM app %s: the card of proposal %s is queued for later (%s)", self.app.pk, proposal_id, reason
+        )
+        redelivery.ensure_drainer()
 
 
 # --- the Stop button -----------------------------------------------------------------------------
@@ -314,6 +407,16 @@ def card_of(thread: Thread, proposal: dict) -> tuple[str, list | None]:
     """An approval card in the thread's markup, and its buttons while it waits for a human."""
     title = _("Approval needed") if proposal.get("awaiting_human") else _("Change decided")
     return thread.card(title, card_summary(proposal)), approval_buttons(proposal)
+
+
+def card_now(app: IMApp, thread: Thread, proposal_id: int) -> tuple[str, list | None] | None:
+    """A queued card as its proposal stands now (None when the proposal is gone), for a late
+    delivery: a change decided meanwhile shows its decision, and no buttons."""
+    proposal = MutatingProposal.objects.filter(pk=proposal_id, organization_id=app.organization_id).first()
+    return card_of(thread, describe_proposal(proposal)) if proposal is not None else None
+
+
+acard_now = sync_to_async(card_now)
 
 
 def _label(choices: type[models.TextChoices], value: str) -> str:

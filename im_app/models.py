@@ -200,3 +200,59 @@ class SeenDelivery(models.Model):
 
     def __str__(self) -> str:
         return f"{self.app_id}:{self.delivery_id}"
+
+
+class LateDelivery(models.TextChoices):
+    PENDING = "pending", _("pending")
+    DELIVERED = "delivered", _("delivered")
+    FAILED = "failed", _("failed")
+
+
+class OutboxMessage(TenantModel):
+    """An answer (or approval card) a thread is owed because the platform could not be reached when
+    it was ready. Kept in the database so it outlives the process; `im_app.redelivery` posts it
+    when the platform answers again, or marks it failed after `redelivery.GIVE_UP_AFTER`.
+
+    Holds where to post (ids only) and what (rendered text), never a credential: the app's token is
+    read at delivery, so a rotated token is used and none is ever copied here."""
+
+    class Kind(models.TextChoices):
+        ANSWER = "answer", _("answer")
+        CARD = "card", _("approval card")
+
+    app = models.ForeignKey(IMApp, verbose_name=_("app"), on_delete=models.CASCADE, related_name="outbox")
+    session = models.ForeignKey(
+        "chat_app.ChatSession",
+        verbose_name=_("session"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    kind = models.CharField(verbose_name=_("kind"), max_length=10, choices=Kind.choices, default=Kind.ANSWER)
+    address = models.JSONField(verbose_name=_("address"), default=dict)  # the thread's ids on the platform
+    messages = models.JSONField(verbose_name=_("messages"), default=list)  # [{"text", "buttons"}]
+    sent = models.PositiveIntegerField(verbose_name=_("messages sent"), default=0)
+    proposal_id = models.IntegerField(verbose_name=_("proposal"), null=True, blank=True)
+    language = models.CharField(verbose_name=_("language"), max_length=20, blank=True)
+    status = models.CharField(
+        verbose_name=_("status"),
+        max_length=10,
+        choices=LateDelivery.choices,
+        default=LateDelivery.PENDING,
+        db_index=True,
+    )
+    attempts = models.PositiveIntegerField(verbose_name=_("attempts"), default=0)
+    next_attempt_at = models.DateTimeField(verbose_name=_("next attempt at"), db_index=True)
+    claimed_until = models.DateTimeField(verbose_name=_("claimed until"), null=True, blank=True)
+    last_error = models.CharField(verbose_name=_("last error"), max_length=200, blank=True)
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
+    delivered_at = models.DateTimeField(verbose_name=_("delivered at"), null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("IM outbox message")
+        verbose_name_plural = _("IM outbox")
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"{self.app_id}:{self.kind}:{self.pk} ({self.status})"

@@ -19,6 +19,7 @@ from django.utils.translation import gettext_lazy
 
 from agents_app.api import events
 from chat_app.models import SessionStatus
+from im_app.delivery import with_retries
 from im_app.formatting import split_rendered
 from im_app.markup import Emitter, render
 
@@ -48,6 +49,15 @@ class PlatformThread:
     markup: Emitter
     max_text: int  # characters of one message
     streamed_tail: int  # characters of the streamed answer the placeholder shows (its end)
+
+    def address(self) -> dict:
+        """Where the thread is on its platform, as ids only (no credential): kept in the outbox."""
+        raise NotImplementedError
+
+    @classmethod
+    def at(cls, app, address: dict) -> PlatformThread:
+        """The thread at an `address()`, posting with `app`'s current credentials."""
+        raise NotImplementedError
 
     def plain(self, text: str) -> str:
         return self.markup.text(text)
@@ -89,12 +99,19 @@ class ThrottledEditor:
 
     Changes between two edits are coalesced: only the latest state is sent. An edit that is
     rate-limited is retried by the HTTP layer after Retry-After, and the next one waits its turn.
+    The message is the placeholder the relay posts beside the running turn (`placeholder`, a task
+    that ends with its ref, or None when the platform could not be reached): until it exists there
+    is nothing to edit, and the final answer is then posted instead.
     """
 
     def __init__(
-        self, thread: Thread, ref: object, interval: float = EDIT_INTERVAL, buttons: Buttons | None = None
+        self,
+        thread: Thread,
+        placeholder: asyncio.Future,
+        interval: float = EDIT_INTERVAL,
+        buttons: Buttons | None = None,
     ) -> None:
-        self.thread, self.ref, self.interval = thread, ref, interval
+        self.thread, self.placeholder, self.interval = thread, placeholder, interval
         self.buttons = buttons  # kept on every progress edit (the Stop button), dropped at the end
         self.last = time.monotonic()
         self.pending: str | None = None
@@ -107,37 +124,60 @@ class ThrottledEditor:
         if self.flusher is None or self.flusher.done():
             self.flusher = asyncio.get_running_loop().create_task(self._flush_later())
 
+    def _ref(self) -> object | None:
+        if not self.placeholder.done() or self.placeholder.cancelled():
+            return None
+        return self.placeholder.result()
+
     async def _flush_later(self) -> None:
         await asyncio.sleep(max(0.0, self.last + self.interval - time.monotonic()))
         await self._edit_pending()
 
     async def _edit_pending(self) -> None:
         async with self.lock:
+            ref = self._ref()
+            if ref is None:
+                return  # no placeholder (yet): the newest progress waits in `pending`
             rendered, self.pending = self.pending, None
             if rendered is None or rendered == self.shown:
                 return
             await asyncio.sleep(max(0.0, self.last + self.interval - time.monotonic()))
             try:
                 if self.buttons:
-                    await self.thread.edit(self.ref, rendered, self.buttons)
+                    await self.thread.edit(ref, rendered, self.buttons)
                 else:
-                    await self.thread.edit(self.ref, rendered)
+                    await self.thread.edit(ref, rendered)
                 self.shown = rendered
             except Exception:  # noqa: BLE001 - progress is best effort; the final edit reports
-                log.exception("could not update the IM placeholder")
+                log.warning("could not update the IM placeholder")
             finally:
                 self.last = time.monotonic()
 
-    async def finish(self, chunks: list[str]) -> None:
-        """Replace the message with the first chunk of the final answer; post the rest after it."""
+    async def finish(self, chunks: list[str]) -> tuple[list[str], str]:
+        """Replace the placeholder with the first chunk of the final answer and post the rest after
+        it (all of it as new messages when there is no placeholder), each with a few quick tries.
+
+        Returns the chunks still to post, from the first that failed, and why ([], "" when all
+        are in the thread): the relay queues those in the outbox."""
         if self.flusher is not None:
             self.flusher.cancel()
-        self.buttons = None
-        self.shown = ""  # the same text without the Stop button is still an edit
-        self.pending = chunks[0]
-        await self._edit_pending()
-        for chunk in chunks[1:]:
-            await self.thread.post(chunk)
+        ref = await self.placeholder
+        async with self.lock:
+            first = 0
+            if ref is not None:
+                await asyncio.sleep(max(0.0, self.last + self.interval - time.monotonic()))
+                _done, reason = await with_retries(lambda: self.thread.edit(ref, chunks[0]), "final edit")
+                self.last = time.monotonic()
+                if reason:
+                    return chunks, reason
+                first = 1
+            for index in range(first, len(chunks)):
+                _ref, reason = await with_retries(
+                    lambda chunk=chunks[index]: self.thread.post(chunk), "answer post"
+                )
+                if reason:
+                    return chunks[index:], reason
+        return [], ""
 
 
 class Progress:
@@ -147,6 +187,7 @@ class Progress:
 
     def __init__(self) -> None:
         self.lines: list[str] = []
+        self.notes: list[str] = []  # SendMessage notes: kept for the final message too
         self.streamed = ""
         self.workers: dict[int, str] = {}
 
@@ -155,6 +196,7 @@ class Progress:
             case events.TextDelta(worker=False):
                 self.streamed += event.text
             case events.Note():
+                self.notes.append(event.text)
                 self._line(f"💬 {event.text}")
             case events.WorkerStarted():
                 self.workers[event.session] = event.persona or _("worker")

@@ -8,7 +8,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.translation import gettext as _
 
-from im_app import identities
+from im_app import identities, redelivery
 from im_app.models import IMApp
 
 
@@ -17,6 +17,7 @@ async def enabled_app(app_id: int, platform: str, **extra) -> IMApp:
     app = await IMApp.objects.filter(pk=app_id, platform=platform, enabled=True, **extra).afirst()
     if app is None:
         raise Http404(_("No such chat app."))
+    await redelivery.resume_if_pending()  # answers queued before a restart (embedded shape)
     return app
 
 

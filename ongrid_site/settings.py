@@ -198,6 +198,8 @@ CELERY_BEAT_SCHEDULE = {
     "purge-expired-audit-data": {"task": "audit_app.purge_audit", "schedule": 86400.0},
     # Claims and queues due schedule runs (docs/schedules.md); the claim makes double beats harmless.
     "fire-due-schedules": {"task": "schedules_app.tick", "schedule": 30.0},
+    # Posts the IM answers queued while a chat platform was down (docs/im.md); rows are claimed.
+    "redeliver-im-outbox": {"task": "im_app.redeliver", "schedule": 15.0},
 }
 # `celery -A ongrid_site beat` keeps its periodic tasks in the database (django-celery-beat), so
 # they are listed, and can be paused, in the admin; the entries above are synced into it.

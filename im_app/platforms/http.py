@@ -25,7 +25,13 @@ TIMEOUT = httpx.Timeout(15.0, read=70.0)  # long polling holds a read for up to 
 
 
 class PlatformError(Exception):
-    """The platform refused a call; the message is the platform's own description (never a token)."""
+    """The platform refused a call; the message is the platform's own description (never a token).
+    `status` is the HTTP status of the answer when the refusal was an HTTP one (a 503 of a platform
+    that is down), so callers can tell "unreachable" from "refused" without reading the text."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def retry_after(response: httpx.Response) -> float:

@@ -94,7 +94,7 @@ def _json(response, what: str) -> dict:
     try:
         answer = response.json()
     except ValueError:
-        raise PlatformError(f"{what}: HTTP {response.status_code}") from None
+        raise PlatformError(f"{what}: HTTP {response.status_code}", response.status_code) from None
     if answer.get("code") != 0:
-        raise PlatformError(f"{what}: {answer.get('msg') or answer.get('code')}")
+        raise PlatformError(f"{what}: {answer.get('msg') or answer.get('code')}", response.status_code)
     return answer

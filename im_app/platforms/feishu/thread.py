@@ -21,6 +21,15 @@ class FeishuThread(PlatformThread):
     def __init__(self, client: FeishuClient, chat_id: str, root: str = "", in_thread: bool = True) -> None:
         self.client, self.chat_id, self.root, self.in_thread = client, chat_id, root, in_thread
 
+    def address(self) -> dict:
+        return {"chat_id": self.chat_id, "root": self.root, "in_thread": self.in_thread}
+
+    @classmethod
+    def at(cls, app: IMApp, address: dict) -> FeishuThread:
+        return cls(
+            FeishuClient(app), address["chat_id"], address.get("root", ""), address.get("in_thread", True)
+        )
+
     async def post(self, rendered: str, buttons: Buttons | None = None) -> str:
         return await self.client.send_card(
             self.chat_id, card(rendered, buttons), reply_to=self.root, in_thread=self.in_thread

@@ -17,6 +17,13 @@ class SlackThread(PlatformThread):
     def __init__(self, client: SlackClient, channel: str, thread_ts: str | None) -> None:
         self.client, self.channel, self.thread_ts = client, channel, thread_ts
 
+    def address(self) -> dict:
+        return {"channel": self.channel, "thread_ts": self.thread_ts}
+
+    @classmethod
+    def at(cls, app: IMApp, address: dict) -> SlackThread:
+        return cls(SlackClient(app), address["channel"], address.get("thread_ts"))
+
     async def post(self, rendered: str, buttons: Buttons | None = None) -> str:
         return await self.client.post_message(
             self.channel, rendered, thread_ts=self.thread_ts, blocks=blocks(rendered, buttons)

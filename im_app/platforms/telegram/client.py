@@ -21,9 +21,11 @@ class TelegramClient:
         try:
             answer = response.json()
         except ValueError:
-            raise PlatformError(f"{method}: HTTP {response.status_code}") from None
+            raise PlatformError(f"{method}: HTTP {response.status_code}", response.status_code) from None
         if not answer.get("ok"):
-            raise PlatformError(f"{method}: {answer.get('description') or response.status_code}")
+            raise PlatformError(
+                f"{method}: {answer.get('description') or response.status_code}", response.status_code
+            )
         return answer.get("result")
 
     async def identity(self) -> str:

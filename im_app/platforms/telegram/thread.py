@@ -17,6 +17,13 @@ class TelegramThread(PlatformThread):
     def __init__(self, client: TelegramClient, chat_id, topic_id=None) -> None:
         self.client, self.chat_id, self.topic_id = client, chat_id, topic_id
 
+    def address(self) -> dict:
+        return {"chat_id": self.chat_id, "topic_id": self.topic_id}
+
+    @classmethod
+    def at(cls, app: IMApp, address: dict) -> TelegramThread:
+        return cls(TelegramClient(app), address["chat_id"], address.get("topic_id"))
+
     async def post(self, rendered: str, buttons: Buttons | None = None) -> int:
         return await self.client.send_message(
             self.chat_id, rendered, thread_id=self.topic_id, markup=keyboard(buttons)
