@@ -12,6 +12,7 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from agents_app.api import reap_at_startup, remember_main_loop, run_in_background  # noqa: E402
+from im_app import redelivery  # noqa: E402
 from incidents_app import startup  # noqa: E402
 from ongrid_site.origins import ExactOriginValidator  # noqa: E402
 from ongrid_site.routing import websocket_urlpatterns  # noqa: E402
@@ -28,10 +29,11 @@ router = ProtocolTypeRouter(
 async def application(scope, receive, send):
     """The router, plus: sync views hand chat turns to this server's event loop (see executors),
     and the first request of a process closes session rows orphaned by a previous crash and, in
-    the embedded shape, starts the schedule loop (docs/schedules.md)."""
+    the embedded shape, starts the schedule loop and delivers IM answers still in the outbox (docs/schedules.md)."""
     if remember_main_loop(asyncio.get_running_loop()):
         run_in_background(reap_at_startup())
         run_in_background(startup.recover_investigations())
+        run_in_background(redelivery.resume_if_pending())  # IM answers queued before a restart
         if embedded_scheduler.should_run():
             run_in_background(embedded_scheduler.scheduler_loop())
     await router(scope, receive, send)
