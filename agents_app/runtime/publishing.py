@@ -4,6 +4,7 @@ tests). The kernel's own events are adapted here into the runtime's (`agents_app
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -29,14 +30,40 @@ class Publisher:
     async def publish(self, event: events.RuntimeEvent) -> None:
         layer = get_channel_layer()
         if layer is not None:
-            try:
-                await layer.group_send(
-                    session_group(self.root_session_id), {"type": "turn.event", "event": event.to_message()}
-                )
-            except Exception:  # noqa: BLE001 - a broken layer must not kill the turn
-                log.exception("could not publish %s", event.name)
+            message = {"type": "turn.event", "event": event.to_message()}
+            await send_to_group(layer, session_group(self.root_session_id), message, event.name)
         for listener in self.listeners:
             await listener(event)
+
+
+async def send_to_group(layer, group: str, message: dict, kind: str) -> bool:
+    """`group_send`, retried once on fresh connections: the first send after a Redis restart may
+    meet a pooled connection the server closed. A second failure (Redis really down) is logged
+    once, naming the event, and swallowed: a broken layer must not kill the turn, whose rows keep
+    the truth for the page to reload. True if the message went out."""
+    for attempt in (1, 2):
+        try:
+            await layer.group_send(group, message)
+            return True
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any transport failure
+            if attempt == 1:
+                await _drop_idle_connections(layer)
+                continue
+            log.warning("could not publish %s to %s: %s: %s", kind, group, type(exc).__name__, exc)
+    return False
+
+
+async def _drop_idle_connections(layer) -> None:
+    """Close the Redis layer's idle pooled connections of this loop, so the retry dials anew.
+    Connections in use (a socket's blocking read) are left alone; other layers have no pool."""
+    ring = getattr(layer, "ring_size", 0)
+    for index in range(ring):
+        try:
+            await layer.connection(index).connection_pool.disconnect(inuse_connections=False)
+        except Exception:  # noqa: BLE001 - best effort: the retry reconnects anyway
+            log.debug("could not drop the idle connections of shard %s", index)
 
 
 @dataclass
