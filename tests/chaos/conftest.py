@@ -71,6 +71,34 @@ class ChatClient:
         return procs.wait_until(idle, timeout, f"chat {chat} to be idle again", interval=0.25)
 
 
+def chat_socket(server_ws_base: str, chat: int, cookie: str):
+    """The chat page's websocket, as the browser opens it (same origin, session cookie)."""
+    from websockets.sync.client import connect
+
+    origin = server_ws_base.replace("ws://", "http://")
+    return connect(
+        f"{server_ws_base}/ws/chat/{chat}/",
+        origin=origin,
+        additional_headers={"Cookie": f"sessionid={cookie}"},
+        open_timeout=10,
+    )
+
+
+def frames_until(socket, needle: str, timeout: float) -> str:
+    """Read frames until one contains `needle`; everything read, for the failure message."""
+    deadline = time.monotonic() + timeout
+    seen = []
+    while time.monotonic() < deadline:
+        try:
+            frame = socket.recv(timeout=max(0.1, deadline - time.monotonic()))
+        except TimeoutError:
+            break
+        seen.append(frame)
+        if needle in frame:
+            return frame
+    raise AssertionError(f"no frame with {needle!r} within {timeout:.0f}s; got {seen!r}"[:3000])
+
+
 def texts(session: dict, role: str = "assistant") -> list[str]:
     return [m["content"] for m in session["messages"] if m["role"] == role]
 

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pwd
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -88,8 +91,22 @@ class PostgresServer:
     def __init__(self, workdir: Path) -> None:
         require((PG_BIN / "postgres").exists() and (PG_BIN / "initdb").exists(), "PostgreSQL 15 binaries")
         self.workdir = workdir
-        self.data = workdir / "pgdata"
-        self.socket_dir = workdir / "pgsocket"
+        # PostgreSQL refuses to run as root: then the cluster belongs to the `postgres` account,
+        # in a folder of its own (pytest's tmp folders are private to root).
+        self.cluster = Path(tempfile.mkdtemp(prefix="ongrid-pg-"))
+        self._as = []
+        if os.geteuid() == 0:
+            account = pwd.getpwnam("postgres")
+            os.chown(self.cluster, account.pw_uid, account.pw_gid)
+            self._as = [
+                "setpriv",
+                f"--reuid={account.pw_uid}",
+                f"--regid={account.pw_gid}",
+                "--init-groups",
+                "--",
+            ]
+        self.data = self.cluster / "data"
+        self.socket_dir = self.cluster
         self.port = procs.free_port()
         self.process: subprocess.Popen | None = None
         self.starts = 0
@@ -98,9 +115,19 @@ class PostgresServer:
         return f"postgres://postgres@127.0.0.1:{self.port}/{database}"
 
     def init(self) -> PostgresServer:
-        self.socket_dir.mkdir(parents=True, exist_ok=True)
         subprocess.run(
-            [str(PG_BIN / "initdb"), "-D", str(self.data), "-U", "postgres", "-A", "trust", "-E", "UTF8"],
+            [
+                *self._as,
+                str(PG_BIN / "initdb"),
+                "-D",
+                str(self.data),
+                "-U",
+                "postgres",
+                "-A",
+                "trust",
+                "-E",
+                "UTF8",
+            ],
             check=True,
             capture_output=True,
             timeout=120,
@@ -109,7 +136,7 @@ class PostgresServer:
 
     def start(self) -> PostgresServer:
         self.starts += 1
-        args = [str(PG_BIN / "postgres"), "-D", str(self.data), "-p", str(self.port)]
+        args = [*self._as, str(PG_BIN / "postgres"), "-D", str(self.data), "-p", str(self.port)]
         args += ["-k", str(self.socket_dir)]
         args += ["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "max_connections=100"]
         self.process = procs.start(args, self.workdir / f"postgres-{self.starts}.log")
@@ -143,6 +170,10 @@ class PostgresServer:
         _kill_group(self.process)
         self.process = None
 
+    def remove(self) -> None:
+        self.kill()
+        shutil.rmtree(self.cluster, ignore_errors=True)
+
 
 @contextlib.contextmanager
 def private_redis(workdir: Path) -> Iterator[RedisServer]:
@@ -155,11 +186,11 @@ def private_redis(workdir: Path) -> Iterator[RedisServer]:
 
 @contextlib.contextmanager
 def private_postgres(workdir: Path) -> Iterator[PostgresServer]:
-    server = PostgresServer(workdir).init().start()
+    server = PostgresServer(workdir)
     try:
-        yield server
+        yield server.init().start()
     finally:
-        server.kill()
+        server.remove()
 
 
 def stack_env(data_dir: Path, llm_url: str, redis_url: str | None = None, **extra: str) -> dict[str, str]:
