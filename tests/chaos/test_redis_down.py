@@ -1,14 +1,16 @@
 """Redis down: /healthz answers 503 naming the channel layer and the broker within its check
-timeout, probe after probe, and 200 again once Redis is back."""
+timeout, probe after probe; once Redis is back (empty) /healthz is 200 and the chat answers.
+A message sent while the broker is unreachable: test_broker_unreachable.py."""
 
 from __future__ import annotations
 
 import pytest
 
+from fakes.openai_server import text
 from ongrid_site.health import CHECK_TIMEOUT
-from tests.chaos.conftest import healthz
+from tests.chaos.conftest import ChatClient, healthz, texts
 from tests.support import procs
-from tests.support.servers import Daphne, private_redis, running, stack_env
+from tests.support.servers import Daphne, Worker, private_redis, running, stack_env
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services]
 
@@ -17,10 +19,14 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services]
 ANSWER_WITHIN = CHECK_TIMEOUT + 1.5
 
 
-def test_healthz_names_redis_while_it_is_down_and_recovers(fake_llm, tmp_path):
+def test_healthz_names_redis_while_it_is_down_and_the_chat_recovers(fake_llm, chat_token, tmp_path):
+    fake_llm.route(lambda request: text("back in business"))
     with private_redis(tmp_path) as redis:
-        daphne = Daphne(stack_env(tmp_path, fake_llm.base_url, redis.url), tmp_path)
-        with running(daphne):
+        env = stack_env(tmp_path, fake_llm.base_url, redis.url)
+        daphne, worker = Daphne(env, tmp_path), Worker(env, tmp_path)
+        with running(daphne, worker):
+            client = ChatClient(daphne.base, chat_token)
+            chat = client.new_chat()
             assert healthz(daphne.base)[0] == 200
             redis.kill()
             for _ in range(4):  # repeated probes during the outage: each one bounded, none piling up
@@ -30,5 +36,10 @@ def test_healthz_names_redis_while_it_is_down_and_recovers(fake_llm, tmp_path):
                 assert body["status"] == "unhealthy"
                 assert body["failed"] == ["channel layer", "broker"]
                 assert body["checks"]["database"] == {"ok": True}
+
             redis.start()  # same port, empty
             procs.wait_until(lambda: healthz(daphne.base)[0] == 200, 30, "/healthz to be 200 again")
+            client.send(chat, "hello again?")
+            session = client.wait_idle(chat, 60)
+            assert session["error"] == ""
+            assert texts(session)[-1] == "back in business"
