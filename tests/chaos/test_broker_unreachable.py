@@ -52,5 +52,5 @@ def test_a_turn_that_cannot_be_queued_ends_failed_at_once(member, tmp_path):
         ("user", MessageKind.TEXT, "is anyone there?"),
         ("assistant", MessageKind.ERROR, UNQUEUED),
     ]
-    assert took < 60, f"sending took {took:.0f}s with the broker down"
+    assert took < 20, f"sending took {took:.0f}s with the broker down"  # ~4 s of retries + startup
     assert ChatSession.objects.filter(status=SessionStatus.RUNNING).count() == 0
