@@ -1,6 +1,7 @@
 """The first publish after a Redis restart meets a pooled connection the server closed: it is
-sent again on a fresh connection and arrives. With Redis down a publish is logged once, naming
-the event, and never raises into the turn. The layer here has redis-py's own retries off (the
+sent again on a fresh connection and arrives. With Redis down the outage is logged once, naming
+the first lost event, publishing never raises into the turn, and the first publish once Redis is
+back says how many events were lost. The layer here has redis-py's own retries off (the
 client main shipped with), so it is the publisher's retry that is under test."""
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import pytest
 from channels_redis.core import RedisChannelLayer
 from django.test import override_settings
 
-from agents_app.runtime import events
+from agents_app.runtime import events, publishing
 from agents_app.runtime.publishing import Publisher
 from chat_app.groups import session_group
 from tests.support.servers import private_redis
@@ -32,7 +33,10 @@ def plain_layer(url: str) -> dict:
     return {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [url]}}}
 
 
-async def test_the_first_publish_after_a_restart_arrives_and_an_outage_is_logged_once(redis, caplog):
+async def test_the_first_publish_after_a_restart_arrives_and_an_outage_is_logged_once(
+    redis, caplog, monkeypatch
+):
+    monkeypatch.setattr(publishing, "OUTAGE_RETRY_SECONDS", 0.0)  # every publish tries the layer
     with override_settings(CHANNEL_LAYERS=plain_layer(redis.url)):
         publisher = Publisher(SESSION)
         await publisher.publish(events.TurnQueued(SESSION))  # the pool now holds a connection
@@ -50,6 +54,18 @@ async def test_the_first_publish_after_a_restart_arrives_and_an_outage_is_logged
         await listener.close_pools()
 
         await asyncio.to_thread(redis.kill)
-        await publisher.publish(events.TurnEnded(SESSION, status="completed", text="done"))
+        for delta in ("a", "b", "c"):  # a streaming turn goes on publishing during the outage
+            await publisher.publish(events.TextDelta(SESSION, text=delta))
         warnings = [r.getMessage() for r in caplog.records]
-        assert len(warnings) == 1 and "could not publish turn.ended" in warnings[0]
+        assert len(warnings) == 1 and "could not publish text.delta" in warnings[0]
+
+        await asyncio.to_thread(redis.start)
+        listener = RedisChannelLayer(hosts=[redis.url])
+        channel = await listener.new_channel()
+        await listener.group_add(session_group(SESSION), channel)
+        caplog.set_level(logging.INFO, logger="agents_app.runtime.publishing")
+        await publisher.publish(events.TurnEnded(SESSION, status="completed", text="done"))
+        message = await asyncio.wait_for(listener.receive(channel), 10)
+        assert events.parse(message["event"]) == events.TurnEnded(SESSION, status="completed", text="done")
+        assert "publishing again; 3 event(s) lost" in caplog.records[-1].getMessage()
+        await listener.close_pools()
