@@ -37,6 +37,20 @@ DEFAULT_MODEL_PRICES = {
 }
 
 
+# Every Redis client Ongrid makes (channel layer, Celery broker and results). Reads may block up to
+# 15 s, three times channels_redis' 5 s BZPOPMIN, so an idle socket's blocking read never times out
+# first; a connect gives up after 3 s; a connection idle for 10 s is pinged before it is used; a
+# command that fails on a dropped connection (ConnectionError, TimeoutError) is retried once on a
+# new one (redis-py's retry_on_timeout also covers connection errors).
+REDIS_CLIENT_OPTIONS = {
+    "socket_timeout": 15.0,
+    "socket_connect_timeout": 3.0,
+    "socket_keepalive": True,
+    "health_check_interval": 10,
+    "retry_on_timeout": True,
+}
+
+
 class ConfigError(Exception):
     """Raised when the environment describes a configuration Ongrid must refuse to start with."""
 
@@ -124,14 +138,46 @@ class Config:
         return "celery" if self.redis_url else "inline"
 
     def channel_layers(self) -> dict:
+        """The Redis layer's client must outwait channels_redis' own 5 s blocking read (BZPOPMIN):
+        with redis-py's default 5 s socket timeout the two meet and an idle websocket dies with
+        a TimeoutError. Connecting stays quick, and a pooled connection Redis dropped (a restart)
+        is pinged before reuse and a failed command retried once on a new connection."""
         if self.redis_url:
+            host = {"address": self.redis_url, **REDIS_CLIENT_OPTIONS}
             return {
                 "default": {
                     "BACKEND": "channels_redis.core.RedisChannelLayer",
-                    "CONFIG": {"hosts": [self.redis_url], "prefix": "ongrid"},
+                    "CONFIG": {"hosts": [host], "prefix": "ongrid"},
                 }
             }
         return {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+    def celery_transport_options(self) -> dict:
+        """Celery's broker and result-backend Redis clients, bounded the same way as the layer's:
+        a short connect, reads that outlast kombu's 1 s BRPOP, stale connections pinged first."""
+        if not self.redis_url:
+            return {}
+        options = dict(REDIS_CLIENT_OPTIONS)
+        return {
+            "CELERY_BROKER_TRANSPORT_OPTIONS": options,
+            # Celery's default (20 retries a second apart) held a message sent while Redis is down
+            # for 20 s before the turn could end as failed; a restart is over in these ~4 s.
+            "CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS": {
+                "retry_policy": {
+                    "max_retries": 5,
+                    "interval_start": 0,
+                    "interval_step": 0.5,
+                    "interval_max": 1,
+                }
+            },
+            "CELERY_REDIS_SOCKET_TIMEOUT": options["socket_timeout"],
+            "CELERY_REDIS_SOCKET_CONNECT_TIMEOUT": options["socket_connect_timeout"],
+            "CELERY_REDIS_RETRY_ON_TIMEOUT": True,
+            "CELERY_REDIS_SOCKET_KEEPALIVE": True,
+            "CELERY_REDIS_BACKEND_HEALTH_CHECK_INTERVAL": options["health_check_interval"],
+            "CELERY_BROKER_CONNECTION_RETRY": True,
+            "CELERY_BROKER_CONNECTION_MAX_RETRIES": None,  # a worker waits out a Redis outage
+        }
 
     def caches(self) -> dict:
         """Redis when there is one, so every process counts API throttles together."""

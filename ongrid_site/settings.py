@@ -193,6 +193,8 @@ CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Redis client timeouts, health checks and retries for the broker and the results (config.py).
+globals().update(CONFIG.celery_transport_options())
 CELERY_BEAT_SCHEDULE = {
     "reap-orphaned-sessions": {"task": "agents_app.reap_orphans", "schedule": 300.0},
     "purge-expired-audit-data": {"task": "audit_app.purge_audit", "schedule": 86400.0},

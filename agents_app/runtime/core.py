@@ -16,6 +16,7 @@ import logging
 from dataclasses import dataclass
 
 from channels.layers import get_channel_layer
+from django.db import Error as DatabaseError
 from django.utils import timezone
 
 from agents_app.kernel.loop import AgentResult, run_agent
@@ -25,7 +26,7 @@ from agents_app.personas.catalog import agent_catalog
 from agents_app.personas.registry import aget_registry, get_skill_registry
 from agents_app.personas.schema import COORDINATOR, REPORTER, REVIEWER, Persona
 from agents_app.runtime import control_tools, events
-from agents_app.runtime.publishing import KernelSink, Listener, Publisher
+from agents_app.runtime.publishing import KernelSink, Listener, Publisher, send_to_group
 from agents_app.runtime.reply_language import areply_language, brief_line, reminder_line
 from agents_app.tools.binding import organization_tools
 from agents_app.tools.cancel import CancelToken
@@ -44,6 +45,13 @@ HISTORY_LIMIT = 50
 # process running the turn listens to); the row flag is also polled, as a fallback, this often.
 STOP_POLL_SECONDS = 1.0
 HEARTBEAT_EVERY = 30  # polls
+# The stop listener re-joins its group this often: a restarted Redis forgets every group while a
+# blocking read, retried by the client on a new connection, goes on as if nothing happened.
+STOP_REJOIN_SECONDS = 5.0
+# A turn's last writes (its messages, the error bubble, the session back to idle) are retried
+# with these pauses when the database fails (a restart, a failover), before the turn gives up
+# and leaves the row to the reaper.
+FINAL_WRITE_DELAYS = (0.5, 1.0, 2.0, 4.0, 8.0)
 STOP_MESSAGE = "turn.stop"
 NOT_DISPATCHABLE = (COORDINATOR, REVIEWER, REPORTER)
 
@@ -202,16 +210,28 @@ class Runtime:
             # A stop is not a failure: a neutral line that says who stopped it and what was cut
             # off, kept in the history so the next turn's coordinator knows the work is unfinished.
             note = stopped_note(error, result.cut_off if result is not None else "")
-            message = await services.aappend_message(
-                session.pk, MessageRole.ASSISTANT, note, kind=MessageKind.STOPPED
+            message = await _retrying(
+                "the stop note",
+                services.aappend_message,
+                session.pk,
+                MessageRole.ASSISTANT,
+                note,
+                kind=MessageKind.STOPPED,
             )
             message_id = message.pk
         elif error and status != "completed":
-            message = await services.aappend_message(
-                session.pk, MessageRole.ASSISTANT, error, kind=MessageKind.ERROR
+            message = await _retrying(
+                "the error message",
+                services.aappend_message,
+                session.pk,
+                MessageRole.ASSISTANT,
+                error,
+                kind=MessageKind.ERROR,
             )
             message_id = message.pk
-        await services.aend_turn(
+        await _retrying(
+            "the end of the turn",
+            services.aend_turn,
             session.pk,
             error=error if status != "completed" else "",
             usage=result.usage if result is not None else None,
@@ -403,12 +423,9 @@ class Runtime:
         layer = get_channel_layer()
         if layer is not None:
             for root, sessions in roots.items():
-                try:
-                    await layer.group_send(
-                        stop_group(root), {"type": STOP_MESSAGE, "sessions": sessions, "reason": reason}
-                    )
-                except Exception:  # noqa: BLE001 - the row flag still reaches the turn
-                    log.exception("could not push the stop of %s", sessions)
+                # A failed push is logged there; the row flag still reaches the turn.
+                message = {"type": STOP_MESSAGE, "sessions": sessions, "reason": reason}
+                await send_to_group(layer, stop_group(root), message, STOP_MESSAGE)
         return stopped
 
     def _stop_reason_of(self, root_id: int) -> str | None:
@@ -439,46 +456,84 @@ class Runtime:
     async def _watch_stop(self, root_id: int) -> None:
         """Turn stops requested by other processes into local cancellation while this turn runs: a
         pushed channel-layer message (immediate), with the rows' flags polled as a fallback; and
-        keep this turn's rows' heartbeat fresh for the reaper."""
+        keep this turn's rows' heartbeat fresh for the reaper. A failed poll (the database is
+        restarting) is logged once and the polling goes on."""
         listener = asyncio.create_task(self._listen_for_stops(root_id))
         polls = 0
+        failing = False
         try:
             while True:
                 await asyncio.sleep(STOP_POLL_SECONDS)
                 polls += 1
-                ids = [pk for pk, root in list(self._root_of.items()) if root == root_id]
-                for pk, reason in await _stop_flagged(ids):
-                    self._cancel_local([pk], reason)
-                if polls % HEARTBEAT_EVERY == 0:
-                    await services.aheartbeat(ids)
+                try:
+                    await self._cancel_flagged(root_id)
+                    if polls % HEARTBEAT_EVERY == 0:
+                        await services.aheartbeat(self._ids_under(root_id))
+                except DatabaseError as exc:
+                    if not failing:
+                        log.warning("cannot read the stop flags of session %s: %s", root_id, exc)
+                    failing = True
+                else:
+                    failing = False
         finally:
             _detach(listener)
 
+    def _ids_under(self, root_id: int) -> list[int]:
+        return [pk for pk, root in list(self._root_of.items()) if root == root_id]
+
+    async def _cancel_flagged(self, root_id: int) -> None:
+        for pk, reason in await _stop_flagged(self._ids_under(root_id)):
+            self._cancel_local([pk], reason)
+
     async def _listen_for_stops(self, root_id: int) -> None:
+        """Hear pushed stops on the group `ongrid-stop.<root>`. The channel layer may go away
+        under a turn (Redis restarts, forgetting its groups): the listener then rejoins, with a
+        growing pause, and keeps its membership fresh meanwhile; the row poll stops the turn
+        while the push cannot."""
         layer = get_channel_layer()
         if layer is None:
             return
         group = stop_group(root_id)
+        channel: str | None = None
+        keeper: asyncio.Task | None = None
+        failures = 0
         try:
-            channel = await layer.new_channel()
-            await layer.group_add(group, channel)
-        except Exception:  # noqa: BLE001 - without a layer the row poll still stops the turn
-            log.exception("cannot listen for pushed stops of session %s", root_id)
-            return
-        try:
-            # A stop sent before we joined the group is on the row already.
-            ids = [pk for pk, root in list(self._root_of.items()) if root == root_id]
-            for pk, reason in await _stop_flagged(ids):
-                self._cancel_local([pk], reason)
             while True:
-                message = await layer.receive(channel)
-                if message.get("type") == STOP_MESSAGE:
-                    self._cancel_local(message.get("sessions") or [], message.get("reason") or "stopped")
+                try:
+                    channel = channel or await layer.new_channel()
+                    await layer.group_add(group, channel)
+                    keeper = keeper or asyncio.create_task(_stay_in_group(layer, group, channel))
+                    if failures:
+                        log.info("listening for pushed stops of session %s again", root_id)
+                    failures = 0
+                    await self._cancel_flagged(root_id)  # a stop sent before we (re)joined
+                    await self._receive_stops(layer, channel)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - the row poll still stops the turn
+                    failures += 1
+                    if failures == 1:
+                        log.warning(
+                            "lost the stop listener of session %s (%s: %s); rejoining",
+                            root_id,
+                            type(exc).__name__,
+                            exc,
+                        )
+                    await asyncio.sleep(min(STOP_REJOIN_SECONDS, STOP_POLL_SECONDS * failures))
         finally:
-            try:
-                await asyncio.shield(layer.group_discard(group, channel))
-            except Exception:  # noqa: BLE001
-                log.debug("could not leave %s", group)
+            if keeper is not None:
+                keeper.cancel()
+            if channel is not None:
+                try:
+                    await asyncio.shield(layer.group_discard(group, channel))
+                except BaseException:  # noqa: BLE001 - cancelled or the layer is down
+                    log.debug("could not leave %s", group)
+
+    async def _receive_stops(self, layer, channel: str) -> None:
+        while True:
+            message = await layer.receive(channel)
+            if message.get("type") == STOP_MESSAGE:
+                self._cancel_local(message.get("sessions") or [], message.get("reason") or "stopped")
 
     @staticmethod
     def _skills(persona: Persona) -> list:
@@ -487,7 +542,9 @@ class Runtime:
 
     @staticmethod
     async def _persist(session_id: int, new_messages: list[dict]) -> None:
-        await services.aappend_messages(session_id, new_messages)  # one transaction for the lot
+        """One transaction for the lot, retried: the answer the model already gave is kept
+        across a database restart instead of being lost with the turn."""
+        await _retrying("the agent's messages", services.aappend_messages, session_id, new_messages)
 
     def _coordinator_tools(
         self, persona, session, publisher, specialists: list[str], available: dict[str, Tool]
@@ -511,6 +568,32 @@ class Runtime:
 def _recorder_for(provider):
     """The LLM-call recorder, stamping the organization's endpoint (if any) on every row."""
     return functools.partial(record_llm_call, endpoint=getattr(provider, "endpoint", ""))
+
+
+async def _stay_in_group(layer, group: str, channel: str) -> None:
+    """Re-add `channel` to `group` every STOP_REJOIN_SECONDS (idempotent): after a Redis restart
+    the group is empty again although the listener's blocking read carried on."""
+    while True:
+        await asyncio.sleep(STOP_REJOIN_SECONDS)
+        try:
+            await layer.group_add(group, channel)
+        except Exception as exc:  # noqa: BLE001 - the listener's own loop reports outages
+            log.debug("could not refresh %s: %s", group, exc)
+
+
+async def _retrying(what: str, write, *args, **kwargs):
+    """Run the database write `write(*args, **kwargs)`, retried after each pause of
+    FINAL_WRITE_DELAYS when the database fails; the last failure is raised."""
+    for pause in (*FINAL_WRITE_DELAYS, None):
+        try:
+            return await write(*args, **kwargs)
+        except DatabaseError as exc:
+            if pause is None:
+                log.error("gave up writing %s: %s", what, exc)
+                raise
+            log.warning("writing %s failed (%s); retrying in %gs", what, exc, pause)
+            await asyncio.sleep(pause)
+    return None
 
 
 async def _stop_flagged(ids: list[int]) -> list[tuple[int, str]]:

@@ -22,9 +22,13 @@ from agents_app.runtime import events
 from agents_app.runtime.core import get_runtime
 from agents_app.runtime.publishing import Publisher
 from agents_app.runtime.tasks import run_turn_task
-from chat_app.services import process_identity, reap_orphans
+from chat_app.models import MessageKind, MessageRole
+from chat_app.services import aappend_message, aend_turn, process_identity, reap_orphans
 
 log = logging.getLogger(__name__)
+
+# The error a turn ends with when the task queue (Redis) cannot take it.
+UNQUEUED = "The turn could not be queued: the task queue is unreachable. Send the message again."
 
 _main_loop: asyncio.AbstractEventLoop | None = None
 _background: asyncio.AbstractEventLoop | None = None
@@ -78,10 +82,7 @@ def _log_crash(task: asyncio.Task) -> None:
 
 def run_in_background(coro: Coroutine[Any, Any, Any]) -> asyncio.Future | concurrent.futures.Future:
     """Start `coro` detached from the caller's lifetime; returns something to wait on if needed."""
-    try:
-        running = asyncio.get_running_loop()
-    except RuntimeError:
-        running = None
+    running = _running_loop()
     # A fresh context: the turn must not inherit the caller's (a request's or a socket's
     # thread-sensitive executor ends with it, and a sync view waiting for the turn would deadlock).
     if running is not None:
@@ -104,14 +105,22 @@ def executor_name() -> str:
 def submit_turn(session_id: int) -> asyncio.Future | concurrent.futures.Future | None:
     """Run the pending turn of `session_id` (its user message is already persisted)."""
     if executor_name() == "celery":
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
+        running = _running_loop()
+        if running is None:
+            # Outside the `except` that found no loop, so a failure logged while queueing is not
+            # reported "during handling of RuntimeError: no running event loop".
             async_to_sync(_queue_turn)(session_id, process_identity())
         else:
             _keep(running.create_task(_queue_turn(session_id, process_identity())))
         return None
     return run_in_background(_fresh_turn(session_id))
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 def _slots() -> asyncio.Semaphore:
@@ -147,7 +156,21 @@ async def _queue_turn(session_id: int, queued_by: str) -> None:
     """Tell the chat its turn waits for a worker, then enqueue it (in that order, so `turn.started`
     always comes after `turn.queued`). The task claims the row only if `queued_by` still owns it."""
     await _announce_queued(session_id)
-    await sync_to_async(run_turn_task.delay, thread_sensitive=False)(session_id, queued_by)
+    try:
+        await sync_to_async(run_turn_task.delay, thread_sensitive=False)(session_id, queued_by)
+    except Exception as exc:  # noqa: BLE001 - the broker is unreachable: end the turn visibly
+        log.error("could not queue the turn of session %s: %s: %s", session_id, type(exc).__name__, exc)
+        await _end_unqueued(session_id, UNQUEUED)
+
+
+async def _end_unqueued(session_id: int, error: str) -> None:
+    """A turn no worker will ever see ends now, as failed, instead of showing "Queued" until
+    the reaper: its error bubble, the session idle (the user's message stays), the page told.
+    A worker that got the message after all cannot claim it any more (its owner is cleared)."""
+    message = await aappend_message(session_id, MessageRole.ASSISTANT, error, kind=MessageKind.ERROR)
+    await aend_turn(session_id, error=error)
+    ended = events.TurnEnded(session_id, status="failed", error=error, message_id=message.pk)
+    await Publisher(session_id).publish(ended)
 
 
 async def _announce_queued(session_id: int) -> None:

@@ -4,7 +4,10 @@ tests). The kernel's own events are adapted here into the runtime's (`agents_app
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
+import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -29,14 +32,78 @@ class Publisher:
     async def publish(self, event: events.RuntimeEvent) -> None:
         layer = get_channel_layer()
         if layer is not None:
-            try:
-                await layer.group_send(
-                    session_group(self.root_session_id), {"type": "turn.event", "event": event.to_message()}
-                )
-            except Exception:  # noqa: BLE001 - a broken layer must not kill the turn
-                log.exception("could not publish %s", event.name)
+            message = {"type": "turn.event", "event": event.to_message()}
+            await send_to_group(layer, session_group(self.root_session_id), message, event.name)
         for listener in self.listeners:
             await listener(event)
+
+
+# While the layer is down, a publish is tried at most this often (each try may wait out a connect
+# timeout, and a streaming turn publishes many events a second); events in between are dropped.
+OUTAGE_RETRY_SECONDS = 1.0
+
+
+@dataclass
+class _Outage:
+    """This process's view of the channel layer: down since when, and how many events it lost."""
+
+    since: float | None = None
+    lost: int = 0
+    next_try: float = 0.0
+
+
+# Per layer instance (each process has one per alias; the tests make a fresh one per test).
+_outages: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+async def send_to_group(layer, group: str, message: dict, kind: str) -> bool:
+    """`group_send`, retried once on fresh connections: the first send after a Redis restart may
+    meet a pooled connection the server closed. When that fails too (Redis really down) the outage
+    is logged once, naming the event, and every event is swallowed until a send works again: a
+    broken layer must not kill or stall the turn, whose rows keep the truth for the page to redraw.
+    True if the message went out."""
+    outage = _outages.setdefault(layer, _Outage())
+    now = time.monotonic()
+    if outage.since is not None and now < outage.next_try:
+        outage.lost += 1
+        return False
+    attempts = 1 if outage.since is not None else 2
+    for attempt in range(1, attempts + 1):
+        try:
+            await layer.group_send(group, message)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any transport failure
+            if attempt < attempts:
+                await _drop_idle_connections(layer)
+                continue
+            _lost(outage, kind, group, exc)
+            return False
+        if outage.since is not None:
+            log.info("publishing again; %d event(s) lost while the channel layer was down", outage.lost)
+            outage.since, outage.lost = None, 0
+        return True
+    return False
+
+
+def _lost(outage: _Outage, kind: str, group: str, exc: Exception) -> None:
+    now = time.monotonic()
+    if outage.since is None:
+        log.warning("could not publish %s to %s: %s: %s", kind, group, type(exc).__name__, exc)
+        outage.since = now
+    outage.lost += 1
+    outage.next_try = now + OUTAGE_RETRY_SECONDS
+
+
+async def _drop_idle_connections(layer) -> None:
+    """Close the Redis layer's idle pooled connections of this loop, so the retry dials anew.
+    Connections in use (a socket's blocking read) are left alone; other layers have no pool."""
+    ring = getattr(layer, "ring_size", 0)
+    for index in range(ring):
+        try:
+            await layer.connection(index).connection_pool.disconnect(inuse_connections=False)
+        except Exception:  # noqa: BLE001 - best effort: the retry reconnects anyway
+            log.debug("could not drop the idle connections of shard %s", index)
 
 
 @dataclass

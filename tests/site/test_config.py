@@ -43,7 +43,10 @@ def test_scale_out_shape_uses_postgres_and_redis():
     )
     layer = cfg.channel_layers()["default"]
     assert layer["BACKEND"] == "channels_redis.core.RedisChannelLayer"
-    assert layer["CONFIG"]["hosts"] == ["redis://cache.internal:6380/2"]
+    assert layer["CONFIG"]["hosts"][0]["address"] == "redis://cache.internal:6380/2"
+    # Reads outwait channels_redis' 5 s blocking read, or an idle websocket dies at 5 s.
+    host = layer["CONFIG"]["hosts"][0]
+    assert host["socket_timeout"] > 5 and host["retry_on_timeout"]
     assert cfg.executor == "celery"
 
 

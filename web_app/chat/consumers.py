@@ -122,25 +122,28 @@ class ChatConsumer(AsyncWebsocketConsumer):
             self.flusher.cancel()
 
     async def _resync(self) -> None:
-        """After a (re)connect, redraw the running turn from the database: nothing missed stays missing."""
+        """After a (re)connect, redraw the last turn from the database: nothing missed stays
+        missing. A running turn is followed from here on; one that ended while the socket was
+        away (a daphne restart, a lost network) replaces its stale streaming bubble with the
+        answer, the error or the stop line, and the Stop button goes."""
         chat = await ChatSession.objects.aget(pk=self.chat.pk)
-        if chat.status != SessionStatus.RUNNING:
-            return
         turns = await database_sync_to_async(build_turns)(
             chat, last=1, links=self.links, audit=self.audit, viewer=self.viewer
         )
         if not turns:
             return
         turn = turns[-1]
-        self.turn = turn.key
-        self.tiles = {item.data["id"]: item.data for item in turn.items if item.kind == "tile"}
+        running = chat.status == SessionStatus.RUNNING
+        if running:
+            self.turn = turn.key
+            self.tiles = {item.data["id"]: item.data for item in turn.items if item.kind == "tile"}
         html = await self._localized(
             render_to_string, "chat/_turn.html", {"turn": turn, "oob": True, "chat_session_id": chat.pk}
         )
         controls = await self._localized(
             render_to_string,
             "chat/_turn_controls.html",
-            {"running": True, "oob": True, "chat_session_id": chat.pk},
+            {"running": running, "oob": True, "chat_session_id": chat.pk},
         )
         await self.send(text_data=html + controls)
 
