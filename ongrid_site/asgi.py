@@ -29,7 +29,8 @@ router = ProtocolTypeRouter(
 async def application(scope, receive, send):
     """The router, plus: sync views hand chat turns to this server's event loop (see executors),
     and the first request of a process closes session rows orphaned by a previous crash and, in
-    the embedded shape, starts the schedule loop and delivers IM answers still in the outbox (docs/schedules.md)."""
+    the embedded shape, starts the schedule loop (docs/schedules.md) and delivers IM answers still
+    in the outbox (docs/im.md)."""
     if remember_main_loop(asyncio.get_running_loop()):
         run_in_background(reap_at_startup())
         run_in_background(startup.recover_investigations())
