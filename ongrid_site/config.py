@@ -187,6 +187,9 @@ class Config:
                     "BACKEND": "django.core.cache.backends.redis.RedisCache",
                     "LOCATION": self.redis_url,
                     "KEY_PREFIX": "ongrid-cache",
+                    # Short timeouts: while Redis is down a throttle check gives up quickly and
+                    # lets the request through (ongrid_site/throttles.py) instead of hanging it.
+                    "OPTIONS": {"socket_connect_timeout": 1.0, "socket_timeout": 1.0},
                 }
             }
         return {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}

@@ -165,8 +165,8 @@ REST_FRAMEWORK = {
     ],
     # Rates count per process unless REDIS_URL gives every process one shared cache.
     "DEFAULT_THROTTLE_CLASSES": [
-        "rest_framework.throttling.AnonRateThrottle",
-        "rest_framework.throttling.UserRateThrottle",
+        "ongrid_site.throttles.AnonThrottle",
+        "ongrid_site.throttles.UserThrottle",
     ],
     "DEFAULT_THROTTLE_RATES": {"anon": CONFIG.api_anon_rate, "user": CONFIG.api_user_rate},
 }

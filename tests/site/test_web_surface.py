@@ -3,13 +3,17 @@ HSTS, `check --deploy`, login lockout and API throttles."""
 
 from __future__ import annotations
 
+import logging
 import re
 import secrets
+import socket
 
 import pytest
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.core import checks
+from django.core.cache.backends.locmem import LocMemCache
+from django.core.cache.backends.redis import RedisCache
 from django.test import override_settings
 from rest_framework.test import APIClient
 from rest_framework.throttling import SimpleRateThrottle
@@ -333,6 +337,28 @@ def test_an_api_user_over_the_rate_gets_429_json(member, monkeypatch):
     assert throttled["Content-Type"].startswith("application/json")
     assert "throttled" in throttled.json()["detail"]
     assert int(throttled["Retry-After"]) > 0
+
+
+def test_while_the_throttle_cache_is_down_the_api_answers_and_says_so_once(member, monkeypatch, caplog):
+    """Redis down must not turn every API call into a 500: the throttle lets requests through."""
+    monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", {"user": "2/minute", "anon": "1/minute"})
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        dead = probe.getsockname()[1]
+    # The suite gives every test its own in-memory throttle cache (conftest); this one gets Redis
+    # on a port nobody listens on, with the timeouts ongrid_site.config sets for it.
+    down = RedisCache(f"redis://127.0.0.1:{dead}/0", {"OPTIONS": {"socket_connect_timeout": 0.5}})
+    monkeypatch.setattr(SimpleRateThrottle, "cache", down)
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {ApiToken.issue(member)[1]}")
+    with caplog.at_level(logging.WARNING, logger="ongrid_site.throttles"):
+        assert [api.get("/api/sessions/").status_code for _ in range(4)] == [200] * 4
+    off = [r for r in caplog.records if "throttling is off" in r.getMessage()]
+    assert len(off) == 1 and "ConnectionError" in off[0].getMessage()
+
+    monkeypatch.setattr(SimpleRateThrottle, "cache", LocMemCache(f"back-{dead}", {}))  # Redis is back
+    assert [api.get("/api/sessions/").status_code for _ in range(3)] == [200, 200, 429]
+    assert any("throttling is back" in r.getMessage() for r in caplog.records)
 
 
 def test_anonymous_api_callers_have_their_own_rate(monkeypatch):
