@@ -206,6 +206,12 @@ class Runtime:
         text = result.text if result is not None else ""
         message_id = None
         note = ""
+        if result is None and "".join(publisher.streamed).strip():
+            # A crash (the database gone for good, a bug): keep what the person already saw.
+            text = "".join(publisher.streamed)
+            await _retrying(
+                "the partial answer", services.aappend_message, session.pk, MessageRole.ASSISTANT, text
+            )
         if status == SessionStatus.KILLED:
             # A stop is not a failure: a neutral line that says who stopped it and what was cut
             # off, kept in the history so the next turn's coordinator knows the work is unfinished.

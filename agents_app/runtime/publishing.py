@@ -28,8 +28,13 @@ class Publisher:
 
     root_session_id: int
     listeners: list[Listener] = field(default_factory=list)
+    # What the root's own agent has streamed this turn: the person saw it, so a turn that crashes
+    # keeps it as its partial answer (Runtime._finish_turn).
+    streamed: list[str] = field(default_factory=list)
 
     async def publish(self, event: events.RuntimeEvent) -> None:
+        if isinstance(event, events.TextDelta) and not event.worker and event.session == self.root_session_id:
+            self.streamed.append(event.text)
         layer = get_channel_layer()
         if layer is not None:
             message = {"type": "turn.event", "event": event.to_message()}

@@ -166,6 +166,26 @@ async def test_a_worker_that_crashes_ends_failed_and_the_coordinator_is_told(cha
     assert told["status"] == "failed" and "blew up" in told["error"]
 
 
+async def test_a_turn_that_crashes_keeps_what_the_person_already_saw(chat, agents_llm):
+    """A crash after the coordinator streamed some words (here a listener that fails, standing in
+    for a database gone for good): the turn ends failed with the reason, and those words stay."""
+
+    async def break_on_tool(event):
+        if isinstance(event, events.ToolStarted):
+            raise RuntimeError("the database went away")
+
+    first = "Checking web-01's disks first."
+    agents_llm.add("default", tool_calls(dispatch("specialist-disk", "Check /var."), text=first))
+    await ask(chat, "is web-01 full?", listeners=[break_on_tool])
+    await chat.arefresh_from_db()
+    assert chat.status == SessionStatus.IDLE and "the database went away" in chat.error
+    rows = ChatMessage.objects.filter(session=chat).order_by("pk")
+    said = [(m.role, m.kind, m.content) async for m in rows]
+    assert said[0][2] == "is web-01 full?"
+    assert said[1][0] == "assistant" and said[1][2] == first
+    assert said[2][1] == "error" and "the database went away" in said[2][2]
+
+
 def running_signal() -> tuple[asyncio.Event, list]:
     """An event set when the runtime announces a running worker (its published event)."""
     running = asyncio.Event()
