@@ -35,12 +35,11 @@ from tests.support.procs import wait_until
 from tests.support.required import require
 from tests.support.schedules import make_schedule
 
-pytestmark = pytest.mark.django_db(transaction=True)
-
 # What must never appear in a worker's log: the symptoms of a pool, loop or connection that
 # crossed a fork or a loop.
 BAD_LOG_WORDS = ("Traceback", "PoolClosed", "different loop", "ERROR")
 TURN_TIMEOUT = 60.0
+TURNS = 8  # more than the two children, from as many sessions, all at once
 
 
 def _worker(fake_llm, tmp_path, pool: str, **options):
@@ -85,22 +84,24 @@ def _idle(proc) -> None:
     wait_until(nothing_active, TURN_TIMEOUT, "the worker to finish its tasks")
 
 
+@pytest.mark.django_db(transaction=True)
 def test_turns_of_several_sessions_run_at_once_on_prefork_children(member, agents_llm, prefork):
-    model = HeldModel(expected=5, reply=text("all good"))
-    agents_llm.add("default", *[model] * 5)
-    turns = [_turn(member, f"question {n}") for n in range(5)]
+    model = HeldModel(expected=TURNS, reply=text("all good"))
+    agents_llm.add("default", *[model] * TURNS)
+    turns = [_turn(member, f"question {n}") for n in range(TURNS)]
 
-    assert model.wait_all_in(TURN_TIMEOUT), f"only {model.open} of 5 turns reached the model at once"
+    assert model.wait_all_in(TURN_TIMEOUT), f"only {model.open} of {TURNS} turns reached the model at once"
     owners = set(ChatSession.objects.filter(pk__in=[c.pk for c, _ in turns]).values_list("owner", flat=True))
     model.release()
 
-    assert [_answer_of(chat, waitable) for chat, waitable in turns] == ["all good"] * 5
-    assert model.peak == 5
+    assert [_answer_of(chat, waitable) for chat, waitable in turns] == ["all good"] * TURNS
+    assert model.peak == TURNS
     assert not any(owner.endswith(f":{prefork.pid}") for owner in owners)  # run by the children
     _idle(prefork)
     _clean(worker_log(prefork))
 
 
+@pytest.mark.django_db(transaction=True)
 def test_a_dispatching_turn_completes_in_a_prefork_child(member, agents_llm, prefork):
     agents_llm.add(
         "default",
@@ -124,6 +125,7 @@ def test_a_dispatching_turn_completes_in_a_prefork_child(member, agents_llm, pre
     _clean(worker_log(prefork))
 
 
+@pytest.mark.django_db(transaction=True)
 def test_stop_ends_a_turn_running_in_a_prefork_child_within_seconds(member, fake_llm, agents_llm, prefork):
     agents_llm.add("default", held(60))
     chat, waitable = _turn(member, "why is checkout slow?")
@@ -140,6 +142,7 @@ def test_stop_ends_a_turn_running_in_a_prefork_child_within_seconds(member, fake
     _clean(worker_log(prefork))
 
 
+@pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("pool", ["prefork", "threads", "solo"])
 def test_an_investigation_a_schedule_run_and_a_turn_share_the_worker_loop(
     pool, settings, client, org, member, fake_llm, agents_llm, tmp_path
@@ -200,6 +203,7 @@ def _empty_database():
 NOT_MIGRATED = "database not migrated yet: run manage.py migrate; the reaper will run from beat"
 
 
+@pytest.mark.django_db(transaction=True)
 def test_a_worker_started_before_migrate_says_so_in_one_line_and_stays_up(fake_llm, tmp_path):
     require(connection.vendor == "postgresql", "PostgreSQL (DATABASE_URL)")
     with _empty_database() as url:
@@ -212,3 +216,23 @@ def test_a_worker_started_before_migrate_says_so_in_one_line_and_stays_up(fake_l
             log = worker_log(proc)
     assert log.count(NOT_MIGRATED) == 1
     _clean(log)
+
+
+@pytest.mark.parametrize(
+    ("pool", "refused"),
+    [
+        ("celery.concurrency.gevent:TaskPool", True),
+        ("eventlet", True),
+        ("celery.concurrency.prefork:TaskPool", False),
+        ("threads", False),
+        ("solo", False),
+    ],
+)
+def test_only_gevent_and_eventlet_are_refused_and_the_refusal_names_the_pools_that_work(pool, refused):
+    from ongrid_site.celery import refusal
+
+    line = refusal(pool)
+    assert (line is not None) == refused
+    if refused:
+        assert "\n" not in line
+        assert all(f"--pool={name}" in line for name in ("prefork", "threads", "solo"))
