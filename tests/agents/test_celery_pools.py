@@ -8,6 +8,8 @@ Real worker processes on PostgreSQL (its connection pool is what a fork can brea
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
 import time
 import uuid
 
@@ -140,6 +142,44 @@ def test_stop_ends_a_turn_running_in_a_prefork_child_within_seconds(member, fake
     assert last_answer(chat.pk).content.startswith("Stopped by alice")
     assert len(fake_llm.hangups) == 1  # the child closed its request to the model
     _clean(worker_log(prefork))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_killed_prefork_child_is_reaped_and_its_replacement_runs_the_next_turn(
+    settings, member, fake_llm, agents_llm, tmp_path
+):
+    settings.ONGRID_EXECUTOR = "celery"
+    agents_llm.add("default", held(60), text("answered by the new child"))
+    with _worker(fake_llm, tmp_path, "prefork", concurrency=1) as proc:
+        chat, _ = _turn(member, "first")
+        wait_until(lambda: fake_llm.chat_requests, TURN_TIMEOUT, "the first turn's model call")
+        owner = ChatSession.objects.get(pk=chat.pk).owner
+        child = int(owner.rpartition(":")[2])
+        assert child != proc.pid
+        os.kill(child, signal.SIGKILL)  # the child dies with the turn in flight
+        wait_until(lambda: not _alive(child), TURN_TIMEOUT, "the child to die")
+
+        assert services.reap_orphans() == 1
+        reaped = ChatSession.objects.get(pk=chat.pk)
+        assert reaped.status == SessionStatus.IDLE and owner in reaped.error
+        # The parent forks a new child, which opens its own pool and loop.
+        assert _answer_of(*_restart(chat, "second")) == "answered by the new child"
+        assert ChatSession.objects.get(pk=chat.pk).owner == ""
+        log = worker_log(proc)
+    assert "PoolClosed" not in log and "different loop" not in log
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _restart(chat, question: str):
+    _, waitable = start_turn(chat, question)
+    return chat, waitable
 
 
 @pytest.mark.django_db(transaction=True)
