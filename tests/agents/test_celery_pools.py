@@ -216,8 +216,8 @@ def test_an_investigation_a_schedule_run_and_a_turn_share_the_worker_loop(
         )
         turn_answer = _answer_of(*_turn(member, "and now?"))
         _idle(proc)
-        log = worker_log(proc)
         assert proc.poll() is None
+    log = worker_log(proc)  # its warm shutdown included
 
     assert investigation.status == Investigation.Status.DONE, investigation.error
     assert investigation.report["patient_zero"]["device_id"] == db_host.pk
