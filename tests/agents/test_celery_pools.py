@@ -7,6 +7,7 @@ Real worker processes on PostgreSQL (its connection pool is what a fork can brea
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
@@ -276,3 +277,28 @@ def test_only_gevent_and_eventlet_are_refused_and_the_refusal_names_the_pools_th
     if refused:
         assert "\n" not in line
         assert all(f"--pool={name}" in line for name in ("prefork", "threads", "solo"))
+
+
+def test_a_task_runs_its_coroutine_on_the_hosts_loop_and_gets_its_result_or_its_error():
+    from agents_app.runtime.turn_host import TurnHost
+
+    host = TurnHost(capacity=2)
+
+    async def which_loop():
+        return asyncio.get_running_loop()
+
+    async def fails():
+        raise ValueError("the investigation's own error")
+
+    async def nested():
+        inner = which_loop()
+        with pytest.raises(RuntimeError, match="own loop"):
+            host.run(inner)
+        return "refused"
+
+    assert host.run(which_loop()) is host.loop()
+    assert host.run(which_loop()) is host.loop()  # the same loop for every task, not one per task
+    with pytest.raises(ValueError, match="own error"):
+        host.run(fails())
+    assert host.run(nested()) == "refused"  # waiting on itself would deadlock: refused at once
+    host.loop().call_soon_threadsafe(host.loop().stop)
