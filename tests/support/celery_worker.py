@@ -26,7 +26,7 @@ def celery_worker_process(
     base_url: str, data_dir: str, *, pool: str = "solo", concurrency: int | None = None, **env: str
 ) -> Iterator[subprocess.Popen]:
     """Start `celery worker --pool=<pool>` pointed at the fake LLM at `base_url`; stop it at the end.
-    Tasks left in the queue by earlier tests are purged first.
+    The queue is purged before and after: a test never runs another test's tasks.
 
     The worker's log (level warning) goes to `proc.log_path` (see `worker_log`), so a test can
     assert it holds no traceback. The worker runs in its own process group, so a prefork pool's
@@ -70,6 +70,7 @@ def celery_worker_process(
         yield proc
     finally:
         _stop(proc)
+        _purge_stale_tasks()  # nor does the next test get what this one queued and did not run
 
 
 def _purge_stale_tasks() -> None:
