@@ -120,7 +120,11 @@ class TurnHost:
 
 
 async def _fresh(coro: Coroutine[Any, Any, T]) -> T:
-    await sync_to_async(close_old_connections)()
+    try:
+        await sync_to_async(close_old_connections)()
+    except BaseException:
+        coro.close()
+        raise
     return await coro
 
 

@@ -279,6 +279,7 @@ def test_only_gevent_and_eventlet_are_refused_and_the_refusal_names_the_pools_th
         assert all(f"--pool={name}" in line for name in ("prefork", "threads", "solo"))
 
 
+@pytest.mark.django_db
 def test_a_task_runs_its_coroutine_on_the_hosts_loop_and_gets_its_result_or_its_error():
     from agents_app.runtime.turn_host import TurnHost
 
