@@ -77,6 +77,9 @@ def _prepare_worker(sender: Any = None, **kwargs: Any) -> None:
     if pool_name(pool_cls) == "prefork" and _parent_pid is None:
         _parent_pid = os.getpid()
         os.register_at_fork(before=_release_database_before_fork)
+        # Connected now, after the task modules' own worker_ready receivers (the startup reaper):
+        # the parent holds no idle pooled connections for the rest of its life.
+        signals.worker_ready.connect(_release_parent_database, weak=False)
 
 
 def _keep_the_pool_across_tasks() -> None:
@@ -114,6 +117,10 @@ def _release_database_before_fork() -> None:
                 conn.close_pool()
         except Exception:  # noqa: BLE001 - a fork must never fail for a connection that is gone
             log.debug("could not release %s before a fork", conn.alias, exc_info=True)
+
+
+def _release_parent_database(**kwargs: Any) -> None:
+    _release_database_before_fork()
 
 
 @signals.worker_process_init.connect
