@@ -22,6 +22,7 @@ from agents_app.runtime.core import get_runtime
 from agents_app.runtime.executors import reap_at_startup, remember_main_loop, run_in_background
 from agents_app.runtime.reply_language import normalize as normalize_language
 from agents_app.runtime.reply_language import register_thread_language
+from agents_app.runtime.tasks import run_on_worker_loop
 from agents_app.runtime.turns import (
     TurnsBusy,
     astart_turn,
@@ -52,6 +53,7 @@ __all__ = [
     "run_in_background",
     "reap_at_startup",
     "remember_main_loop",
+    "run_on_worker_loop",
     "events",
     "normalize_language",
     "register_thread_language",

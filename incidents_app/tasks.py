@@ -2,27 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
-
-from asgiref.sync import sync_to_async
 from celery import shared_task
-from channels.layers import get_channel_layer
-from django.db import close_old_connections
 
+from agents_app.api import run_on_worker_loop
 from incidents_app.runner import run_investigation
 
 
-@shared_task(name="incidents_app.run_investigation", acks_late=False)
-def run_investigation_task(investigation_id: int) -> None:
-    """Not retried: an investigation has a session and audit rows; the reaper handles crashes."""
-    asyncio.run(_run(investigation_id))
+@shared_task(name="incidents_app.run_investigation", acks_late=False, bind=True)
+def run_investigation_task(self, investigation_id: int) -> None:
+    """Not retried: an investigation has a session and audit rows; the reaper handles crashes.
 
-
-async def _run(investigation_id: int) -> None:
-    await sync_to_async(close_old_connections)()
-    try:
-        await run_investigation(investigation_id)
-    finally:
-        layer = get_channel_layer()
-        if hasattr(layer, "close_pools"):
-            await layer.close_pools()
+    It runs on the worker process's own loop, beside the turns, so the channel layer it publishes
+    on stays open for the next task (closing it here closed it on the wrong loop)."""
+    run_on_worker_loop(self, run_investigation(investigation_id))

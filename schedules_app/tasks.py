@@ -7,6 +7,7 @@ from __future__ import annotations
 from celery import shared_task
 from django.db import close_old_connections
 
+from agents_app.api import run_on_worker_loop
 from schedules_app import runner, scheduler
 
 
@@ -29,6 +30,8 @@ def tick_task(self) -> list[int]:
 
 @shared_task(name="schedules_app.execute_run", acks_late=False, bind=True)
 def execute_run_task(self, run_id: int) -> None:
-    """Run one claimed schedule run. Not retried: an inspection has side effects (incidents)."""
+    """Run one claimed schedule run. Not retried: an inspection has side effects (incidents).
+
+    The agent runs on the worker process's own loop, beside the turns (docs/runtime.md)."""
     _fresh_connection(self)
-    runner.execute_run(run_id)
+    run_on_worker_loop(self, runner.aexecute_run(run_id))

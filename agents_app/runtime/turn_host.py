@@ -7,6 +7,11 @@ returns once the turn has claimed its session row (owner = this process). Its br
 acknowledged only then, so while every slot is taken the task blocks, the worker fetches nothing
 more and new turns wait in the broker queue: that is the back-pressure (docs/runtime.md,
 "Many turns per worker process").
+
+Every other Celery task that runs async code (investigations, schedule runs) runs on the same
+loop through `TurnHost.run`, so the channel layer's Redis connections, the model clients and the
+stop listeners all live on one loop per process, and nothing is closed on a loop it was not
+opened on. A prefork child starts with a fresh host (`reset_after_fork`).
 """
 
 from __future__ import annotations
@@ -15,8 +20,11 @@ import asyncio
 import concurrent.futures
 import logging
 import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
 from asgiref.sync import sync_to_async
+from channels.layers import channel_layers
 from django.conf import settings
 from django.db import close_old_connections
 
@@ -24,6 +32,7 @@ from agents_app.runtime.core import get_runtime
 from chat_app import services
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # How long a hand-over may take once a slot is free: claiming the row is one UPDATE.
 CLAIM_TIMEOUT = 60.0
@@ -36,6 +45,7 @@ class TurnHost:
         self.capacity = capacity
         self._slots = threading.BoundedSemaphore(capacity)
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._running = 0
         self._tasks: set[asyncio.Task] = set()
@@ -50,9 +60,26 @@ class TurnHost:
         with self._lock:
             if self._loop is None or self._loop.is_closed():
                 loop = asyncio.new_event_loop()
-                threading.Thread(target=loop.run_forever, name="ongrid-turns", daemon=True).start()
-                self._loop = loop
+                thread = threading.Thread(target=loop.run_forever, name="ongrid-turns", daemon=True)
+                thread.start()
+                self._loop, self._thread = loop, thread
             return self._loop
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        """Run `coro` on this process's loop and block the calling (task) thread for its result.
+
+        For the Celery tasks that are not turns (an investigation, a schedule run): they share the
+        loop with the turns instead of each opening, and failing to close, a loop of its own. Its
+        ORM thread's connection is refreshed first, as for a turn."""
+        if threading.current_thread() is self._thread:
+            coro.close()
+            raise RuntimeError("TurnHost.run called from the host's own loop: await the coroutine instead")
+        future = asyncio.run_coroutine_threadsafe(_fresh(coro), self.loop())
+        try:
+            return future.result(timeout=timeout)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise
 
     def hand_over(self, session_id: int, queued_by: str | None = None) -> bool:
         """Block until a slot is free, start the turn on the loop, return once it owns its row.
@@ -92,6 +119,15 @@ class TurnHost:
                 self._tasks.discard(task)
 
 
+async def _fresh(coro: Coroutine[Any, Any, T]) -> T:
+    try:
+        await sync_to_async(close_old_connections)()
+    except BaseException:
+        coro.close()
+        raise
+    return await coro
+
+
 _host: TurnHost | None = None
 _host_lock = threading.Lock()
 
@@ -103,3 +139,12 @@ def turn_host() -> TurnHost:
         if _host is None:
             _host = TurnHost(settings.CONFIG.turns_per_process)
         return _host
+
+
+def reset_after_fork() -> None:
+    """In a prefork child: forget the parent's host and channel layers, so the child's first
+    turn starts its own loop thread and opens its own Redis connections (a loop thread does not
+    survive a fork, and a lock or a connection copied from the parent must not be used)."""
+    global _host, _host_lock
+    _host, _host_lock = None, threading.Lock()
+    channel_layers.backends = {}

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from django.conf import settings
@@ -19,8 +22,15 @@ from tests.support.required import require
 
 
 @contextlib.contextmanager
-def celery_worker_process(base_url: str, data_dir: str, **env: str) -> Iterator[subprocess.Popen]:
-    """Start `celery worker --pool=solo` pointed at the fake LLM at `base_url`; stop it at the end."""
+def celery_worker_process(
+    base_url: str, data_dir: str, *, pool: str = "solo", concurrency: int | None = None, **env: str
+) -> Iterator[subprocess.Popen]:
+    """Start `celery worker --pool=<pool>` pointed at the fake LLM at `base_url`; stop it at the end.
+    The queue is purged before and after: a test never runs another test's tasks.
+
+    The worker's log (level warning) goes to `proc.log_path` (see `worker_log`), so a test can
+    assert it holds no traceback. The worker runs in its own process group, so a prefork pool's
+    children are stopped with it."""
     require(bool(settings.CONFIG.redis_url), "Redis (REDIS_URL) for the Celery executor")
     full_env = child_env(
         REDIS_URL=settings.CONFIG.redis_url,
@@ -32,22 +42,48 @@ def celery_worker_process(base_url: str, data_dir: str, **env: str) -> Iterator[
         ONGRID_DATA_DIR=data_dir,
         **env,
     )
-    name = f"test-{time.monotonic_ns()}@%h"
-    command = [sys.executable, "-m", "celery", "-A", "ongrid_site", "worker", "--pool=solo", "-l", "warning"]
+    name = f"test-{time.monotonic_ns()}@{socket.gethostname()}"
+    command = [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "ongrid_site",
+        "worker",
+        f"--pool={pool}",
+        "-l",
+        "warning",
+    ]
+    if concurrency is not None:
+        command += ["--concurrency", str(concurrency)]
     command += ["--without-gossip", "--without-mingle", "-n", name]
-    proc = subprocess.Popen(
-        command, cwd=ROOT, env=full_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
+    _purge_stale_tasks()
+    log_path = Path(data_dir) / f"celery-worker-{time.monotonic_ns()}.log"
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            command, cwd=ROOT, env=full_env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    proc.log_path = log_path  # type: ignore[attr-defined]
+    proc.celery_name = name  # type: ignore[attr-defined]
     try:
-        _wait_until_ready(proc)
+        _wait_until_ready(proc, name)
         yield proc
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        _stop(proc)
+        _purge_stale_tasks()  # nor does the next test get what this one queued and did not run
+
+
+def _purge_stale_tasks() -> None:
+    """Tasks an earlier test queued for a worker it then killed (their rows are gone with that
+    test's data) are not this test's: a worker would run them and log their failure."""
+    from ongrid_site.celery import app
+
+    app.control.purge()
+
+
+def worker_log(proc: subprocess.Popen) -> str:
+    """Everything the worker has logged so far."""
+    return proc.log_path.read_text(errors="replace")  # type: ignore[attr-defined]
 
 
 def identity_of(proc: subprocess.Popen) -> str:
@@ -55,15 +91,28 @@ def identity_of(proc: subprocess.Popen) -> str:
     return f"{socket.gethostname()}:{proc.pid}"
 
 
-def _wait_until_ready(proc: subprocess.Popen, timeout: float = 60.0) -> None:
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=20)
+    # A prefork child left behind by a killed parent goes with its group.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _wait_until_ready(proc: subprocess.Popen, name: str, timeout: float = 60.0) -> None:
     from ongrid_site.celery import app
 
     deadline = time.monotonic() + timeout
-    while not app.control.ping(timeout=0.5):
+    while not app.control.ping(destination=[name], timeout=0.5):
         if proc.poll() is not None:
-            pytest.fail(f"celery worker exited: {proc.stderr.read().decode()[-2000:]}")
+            pytest.fail(f"celery worker exited: {worker_log(proc)[-2000:]}")
         if time.monotonic() > deadline:
-            pytest.fail("celery worker did not answer a ping in time")
+            pytest.fail(f"celery worker did not answer a ping in time: {worker_log(proc)[-2000:]}")
 
 
 class HeldModel:
