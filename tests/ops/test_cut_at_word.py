@@ -3,20 +3,17 @@ and the audit row keeps the whole error (issue 29, finding 8)."""
 
 from __future__ import annotations
 
-import asyncio
-import json
-
 import pytest
-from django.utils import timezone
 
 from agents_app.llm.offline.summaries import describe
+from agents_app.tools.invoke import invoke_tool
+from agents_app.toolsets.contract import ToolError
 from audit_app.models import AuditLog
-from audit_app.recorder import record_tool_call
 from ops_app.core.text import cut_at_word
-from tests.support.gate import make_chat
+from tests.support.agents import context, make_tool
 
 HINT = (
-    "Error: SSH to web-01.prod.example.internal:22 failed: the device uses the strict host-key policy "
+    "SSH to web-01.prod.example.internal:22 failed: the device uses the strict host-key policy "
     "but has no known-hosts entry; add the output "
     "of `ssh-keyscan -p 22 web-01` to it, or choose trust on first use"
 )
@@ -45,24 +42,17 @@ def test_the_worker_report_of_a_failed_tool_cuts_its_error_at_a_word():
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_audit_row_keeps_the_whole_error(member):
-    chat = make_chat(member)
-    long_error = HINT + " " + "then retry the restart " * 20
-    row_id = asyncio.run(
-        record_tool_call(
-            organization_id=chat.organization_id,
-            session_id=chat.pk,
-            user_id=member.pk,
-            persona="ops",
-            tool_call_id="c-9",
-            tool="host_restart_service",
-            tool_class="write",
-            arguments_raw=json.dumps({"host": "web-01"}),
-            content=long_error,
-            status="error",
-            error=long_error,
-            started_at=timezone.now(),
-            duration_ms=5,
-        )
-    )
-    assert AuditLog.objects.get(pk=row_id).error == long_error
+async def test_the_report_of_a_failed_call_is_cut_and_its_audit_row_keeps_it_whole(org):
+    long_error = HINT + " then retry the restart" * 20
+
+    async def connect(ctx) -> str:
+        raise ToolError(long_error)
+
+    outcome = await invoke_tool(make_tool("host_uptime", connect), context(org), "{}")
+    assert outcome.status == "error"
+    (bullet,) = describe(outcome.content)  # what the worker's tile and the audit tree show
+    shown = bullet.removeprefix("- ").split("… ")[0]
+    assert outcome.content.startswith(shown) and outcome.content[len(shown)] == " "
+    assert bullet.endswith(f"({len(outcome.content) - len(shown)} more characters)")
+    row = await AuditLog.objects.aget(pk=outcome.audit_id)
+    assert row.error == long_error  # the audit record has every character
