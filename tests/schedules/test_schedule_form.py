@@ -90,3 +90,26 @@ def test_a_report_runs_the_reporter_whatever_was_picked(staff, org):
     response = add(staff, organization=org.pk, name="weekly", kind="report", persona="", prompt="")
     assert response.status_code == 302, response.content.decode()[:2000]
     assert Schedule.objects.get(name="weekly").persona == "reporter"
+
+
+def test_staff_with_an_organization_start_on_it_and_may_pick_another(client, org, other_org):
+    from ops_app.tenancy import roles
+    from ops_app.tenancy.accounts import set_membership
+
+    root = get_user_model().objects.create_superuser("root", "root@example.com", "root-pass-123")
+    set_membership(root, other_org, roles.ORG_ADMIN)  # like bin/start's admin and its demo organization
+    client.force_login(root)
+    page = client.get(reverse(ADD)).content.decode()
+    assert f'<option value="{other_org.pk}" selected>' in page
+    assert add(client, organization=org.pk).status_code == 302
+    assert Schedule.objects.get(name="disk check").organization_id == org.pk
+
+
+def test_an_existing_schedule_keeps_a_persona_no_longer_offered(client, org, org_admin):
+    from tests.support.schedules import make_schedule
+
+    schedule = make_schedule(org)
+    Schedule.objects.filter(pk=schedule.pk).update(persona="retired-specialist")
+    client.force_login(org_admin)
+    page = client.get(reverse("admin:schedules_app_schedule_change", args=[schedule.pk])).content.decode()
+    assert '<option value="retired-specialist" selected>' in page
