@@ -78,7 +78,10 @@ class ScheduleForm(forms.ModelForm):
         this very form (so its own agents validate), else the editor's (`TenantScopedAdmin.get_form`)."""
         if self.instance.organization_id:
             return self.instance.organization_id
-        chosen = str(self.data.get("organization", "")) if self.is_bound else ""
+        # Only a form that has the field (platform staff's) may name another organization: an org
+        # admin's forged `organization` must not list another tenant's agents.
+        offered = self.is_bound and "organization" in self.fields
+        chosen = str(self.data.get("organization", "")) if offered else ""
         if chosen.isdigit():
             return int(chosen)
         editor_organization = getattr(self, "organization", None)

@@ -113,3 +113,15 @@ def test_an_existing_schedule_keeps_a_persona_no_longer_offered(client, org, org
     client.force_login(org_admin)
     page = client.get(reverse("admin:schedules_app_schedule_change", args=[schedule.pk])).content.decode()
     assert '<option value="retired-specialist" selected>' in page
+
+
+def test_an_org_admin_cannot_list_another_organizations_agents_by_forging_it(
+    client, org, other_org, org_admin
+):
+    from tests.support.gate import make_user_agent
+
+    make_user_agent(other_org, "globex-secret-checker", "read-only", ["query_promql"])
+    client.force_login(org_admin)
+    response = add(client, organization=other_org.pk, persona="globex-secret-checker")
+    assert "is not one of the available choices" in errors_of(response)
+    assert 'value="globex-secret-checker"' not in response.content.decode()  # not offered either
