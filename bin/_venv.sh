@@ -1,19 +1,30 @@
 # Sourced by bin/start and bin/test: make .venv and install a requirements file into it, once per
 # change of that file (a stamp of its hash lives inside the venv).
+# pip prints what it collects, downloads and installs (no --quiet): on a first run that takes a
+# minute or so, and a silent terminal reads as a hang.
 ongrid_venv() {
   local reqs="$1"
   local py="${PYTHON:-python3}"
   if [ ! -x .venv/bin/python ]; then
+    echo "Creating the virtualenv in .venv ..."
     "$py" -m venv .venv
   fi
   local want have stamp=".venv/.ongrid-$(basename "$reqs").sha256"
   want=$(cat "$reqs" requirements.txt | sha256sum | cut -d' ' -f1)
   have=$(cat "$stamp" 2>/dev/null || true)
   if [ "$want" != "$have" ]; then
-    echo "Installing Python packages from $reqs ..."
-    .venv/bin/pip install --quiet --disable-pip-version-check -r "$reqs"
+    echo "Installing Python packages from $reqs (the first time takes a minute or two; pip's progress follows) ..."
+    .venv/bin/pip install --disable-pip-version-check --progress-bar on -r "$reqs"
     echo "$want" > "$stamp"
+    echo "Python packages installed."
+  else
+    echo "Python packages are up to date ($reqs)."
   fi
+}
+
+# One numbered line per step of bin/start, so a newcomer sees where it is and that it moves.
+ongrid_step() {
+  echo "==> [$1/$ONGRID_STEPS] $2"
 }
 
 # Compile the translation catalogs (locale/*.po → .mo, not committed; docs/i18n.md). They need GNU

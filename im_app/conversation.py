@@ -46,6 +46,7 @@ from im_app.thread import (
     approval_buttons,
     stop_button,
 )
+from ops_app.core.text import cut_at_word
 from ops_app.tenancy import roles
 from ops_app.tenancy.scoping import organization_of
 
@@ -383,7 +384,7 @@ def card_summary(proposal: dict) -> list[str]:
         _("Reason: %(reason)s") % {"reason": proposal.get("reason")},
         _("Blast radius: %(radius)s") % {"radius": radius},
         _("Reviewer: %(decision)s — %(reason)s")
-        % {"decision": reviewer, "reason": (proposal.get("reviewer_reason") or "")[:300]},
+        % {"decision": reviewer, "reason": cut_at_word(proposal.get("reviewer_reason") or "", 300)},
     ]
     if proposal.get("awaiting_human"):
         lines.append(_("Awaiting approval by the chat's owner or an org admin."))
@@ -396,10 +397,10 @@ def card_summary(proposal: dict) -> list[str]:
             line = _("Rejected by %(who)s: %(reason)s") if who else _("Rejected: %(reason)s")
         lines.append(line % {"who": who, "reason": reason})
     if proposal.get("outcome") == "executed":
-        lines.append(_("Executed."))
+        lines.append(_("Approved · executed."))
     elif proposal.get("outcome") == "failed":
-        error = (proposal.get("execution_error") or "")[:300]
-        lines.append(_("Failed when it ran: %(error)s") % {"error": error})
+        error = cut_at_word(proposal.get("execution_error") or "", 300)
+        lines.append(_("Approved · failed: %(reason)s") % {"reason": error})
     return lines
 
 

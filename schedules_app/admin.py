@@ -11,13 +11,15 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from ops_app.admin.scoping import ReadOnlyTenantAdmin, TenantScopedAdmin
-from ops_app.tenancy.scoping import organization_of
+from ops_app.tenancy.scoping import organization_of, sees_all_tenants
 from schedules_app import dispatching, scheduler
+from schedules_app.forms import ScheduleForm
 from schedules_app.models import Report, Schedule, ScheduleRun
 
 
 @admin.register(Schedule)
 class ScheduleAdmin(TenantScopedAdmin):
+    form = ScheduleForm
     list_display = ("name", "kind", "timetable", "enabled", "last_run_at", "last_status", "next_run_at")
     list_filter = ("kind", "enabled")
     search_fields = ("name", "prompt")
@@ -36,6 +38,15 @@ class ScheduleAdmin(TenantScopedAdmin):
         ),
     )
 
+    def get_fieldsets(self, request, obj=None):
+        """Platform staff belong to no organization: they choose the schedule's (a required field,
+        so forgetting it is a form error, not a 500). An org admin's schedules are their own."""
+        fieldsets = super().get_fieldsets(request, obj)
+        if not sees_all_tenants(request.user):
+            return fieldsets
+        first_name, first = fieldsets[0]
+        return ((first_name, {**first, "fields": ("organization", *first["fields"])}), *fieldsets[1:])
+
     @admin.display(description=_("When"))
     def timetable(self, obj: Schedule) -> str:
         if obj.cron:
@@ -50,6 +61,7 @@ class ScheduleAdmin(TenantScopedAdmin):
         organization = organization_of(request.user)
         if organization is not None:
             initial.setdefault("timezone", organization.timezone)
+            initial.setdefault("organization", organization.pk)  # platform staff's own, if any
         return initial
 
     def save_model(self, request, obj, form, change):

@@ -112,7 +112,9 @@ class Schedule(TenantModel):
 
     def clean(self) -> None:
         errors = {}
-        if bool(self.cron.strip()) == bool(self.interval_minutes):
+        if not self.cron.strip() and not self.interval_minutes:
+            errors["cron"] = _("Give a cron expression or an interval.")
+        elif self.cron.strip() and self.interval_minutes:
             errors["cron"] = _("Give either a cron expression or an interval, not both.")
         elif self.cron and not timing.valid_cron(self.cron):
             errors["cron"] = _("%(cron)s is not a valid cron expression.") % {"cron": repr(self.cron)}

@@ -16,16 +16,17 @@ from django.db import transaction
 from django.utils import timezone
 
 from agents_app.models import MutatingProposal
-from audit_app.recorder import truncate
 from audit_app.redaction import redact_text
 from chat_app.models import ChatSession
 from ops_app.core.async_db import db_twin
+from ops_app.core.text import cut_at_word
 from ops_app.tenancy import roles
 from ops_app.tenancy.scoping import organization_of
 
 Decision = MutatingProposal.Decision
 POLL_SECONDS = 0.25
 ERROR_CHARS = 2000  # of a failed run's error kept on the proposal (the audit row has it whole)
+STATUS_ERROR_CHARS = 160  # of that error on the card's status line ("Approved · failed: …")
 
 
 class ProposalClosed(Exception):
@@ -147,13 +148,13 @@ def _why_closed(proposal: MutatingProposal) -> str:
 
 def mark_executed(proposal_id: int, status: str, error: str = "") -> bool:
     """Stamp the single run of an approved proposal with what really happened: `executed_at` only
-    when it succeeded (`status` ok), else `failed_at` and the error, masked and cut like the audit
-    trail's. False if it was already stamped."""
+    when it succeeded (`status` ok), else `failed_at` and the error, masked, then cut at a word
+    (the audit row keeps it whole). False if it was already stamped."""
     now = timezone.now()
     if status == "ok":
         stamp = {"executed_at": now}
     else:
-        stamp = {"failed_at": now, "execution_error": redact_text(truncate(error or status, ERROR_CHARS))}
+        stamp = {"failed_at": now, "execution_error": cut_at_word(redact_text(error or status), ERROR_CHARS)}
     return bool(
         MutatingProposal.objects.filter(
             pk=proposal_id, decision=Decision.APPROVE, executed_at__isnull=True, failed_at__isnull=True
@@ -234,6 +235,9 @@ def describe_proposal(proposal: MutatingProposal) -> dict:
         "execution_error": proposal.execution_error,
         "executed": proposal.executed_at is not None,  # ran and succeeded
         "failed": proposal.failed_at is not None,  # ran and failed: see execution_error
+        # The reason on one line of a card's status ("Approved · failed: <reason>"); the card
+        # shows the whole stored error below it only when this one is cut.
+        "failure_reason": cut_at_word(" ".join(proposal.execution_error.split()), STATUS_ERROR_CHARS),
     }
 
 

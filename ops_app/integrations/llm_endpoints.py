@@ -35,6 +35,13 @@ async def adefault_endpoint(organization_id: int | None) -> LLMEndpoint | None:
     return await LLMEndpoint.objects.for_organization(organization_id).filter(is_default=True).afirst()
 
 
+def has_default_endpoint(organization_id: int | None) -> bool:
+    """Whether the organization's agents talk to its own endpoint (the page banner's question)."""
+    if not organization_id:
+        return False
+    return LLMEndpoint.objects.for_organization(organization_id).filter(is_default=True).exists()
+
+
 @dataclass(frozen=True)
 class ModelListing:
     ok: bool

@@ -185,10 +185,10 @@ async def test_an_approval_button_is_refused_to_others_and_executes_for_the_owne
     card = slack.messages[card_ts]
     assert "Approved by alice" in card["text"] and card["blocks"] == []
     if before == "firing":
-        assert card["text"].rstrip().endswith("Executed.") and "Failed" not in card["text"]
+        assert card["text"].rstrip().endswith("Approved · executed.") and "failed" not in card["text"]
     else:
         refusal = f"incident {incident.pk} is resolved; it cannot be acknowledged again"
-        assert f"Failed when it ran: {refusal}" in card["text"] and "Executed." not in card["text"]
+        assert f"Approved · failed: {refusal}" in card["text"] and "executed" not in card["text"]
     assert slack.thread_texts(TS)[0].startswith("Acknowledged it.")
 
 

@@ -128,11 +128,17 @@ def held(org, member, agents_llm, settings):
     call.join(70)
 
 
-@pytest.mark.parametrize("button, decision", [("Approve", "approve"), ("Reject", "reject")])
-def test_the_owner_signs_in_the_chat_page(live_server, member, held, page, button, decision):
+@pytest.mark.parametrize(
+    "button, decision, fails",
+    [("Approve", "approve", False), ("Reject", "reject", False), ("Approve", "approve", True)],
+)
+def test_the_owner_signs_in_the_chat_page(live_server, member, held, page, button, decision, fails):
+    """`fails`: someone resolved the incident meanwhile, so the approved acknowledgement fails when
+    it runs; the card must say "failed" with the reason, never "executed"."""
     from playwright.sync_api import expect
 
     chat, incident, proposal, call = held
+    refusal = f"incident {incident.pk} is resolved; it cannot be acknowledged again"
     page.goto(f"{live_server.url}/chat/{chat.pk}/")
 
     card = page.locator(f"#proposal-{proposal.pk}")
@@ -144,13 +150,25 @@ def test_the_owner_signs_in_the_chat_page(live_server, member, held, page, butto
     expect(card.locator(".proposal-reviewer")).to_contain_text("runbook RB-12")
     assert Incident.objects.get(pk=incident.pk).status == "firing"  # nothing ran before the human
     ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"dual-sign-{decision}-pending.png"), full_page=True)
+    if not fails:
+        page.screenshot(path=str(ARTIFACTS / f"dual-sign-{decision}-pending.png"), full_page=True)
+    else:
+        Incident.objects.filter(pk=incident.pk).update(status="resolved")
 
     card.get_by_role("button", name=button).click()
 
     expect(card).to_contain_text("Approved" if decision == "approve" else "Rejected")
     call.join(30)
     assert call.error is None and call.outcome is not None
+    if fails:
+        assert call.outcome.status == "error"  # (this live server has no websocket: reload)
+        proposal.refresh_from_db()
+        assert (proposal.executed_at, proposal.outcome) == (None, "failed")
+        page.reload()
+        after = page.locator(f"#proposal-{proposal.pk}")
+        expect(after.locator(".proposal-status")).to_have_text(f"Approved · failed: {refusal}")
+        expect(after).not_to_contain_text("executed")
+        return
     expected_status = "acknowledged" if decision == "approve" else "firing"
     assert call.outcome.status == ("ok" if decision == "approve" else "rejected")
     assert Incident.objects.get(pk=incident.pk).status == expected_status

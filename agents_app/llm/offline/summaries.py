@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from agents_app.toolsets.manifest import ROLE_DISPATCH
+from ops_app.core.text import cut_at_word
 
 from .phrases import CANNOT, ENDED, FOUND, HELLO, LABEL, RAN, WHY_NO_FIT, WHY_NO_TOOLS, labels, phrase
 from .tool_knowledge import tool_for
@@ -20,7 +21,7 @@ def summarise(results: list[tuple[str, str]], language: str = "en", targets: lis
     the i-th ran."""
     label = phrase(language, LABEL)
     if results and all(name == tool_for(ROLE_DISPATCH) for name, _ in results):
-        body = "\n\n".join(_worker_report(content, language)[:3000] for _, content in results)
+        body = "\n\n".join(cut_at_word(_worker_report(content, language), 3000) for _, content in results)
         return f"{phrase(language, FOUND)}\n\n{body}\n\n{label}"
     lines = [phrase(language, RAN, count=len(results)), ""]
     targets = targets or []
@@ -67,11 +68,11 @@ def _label(value: Any) -> str:
             if value.get(key) not in (None, "", [], {}):
                 extra = next((value[k] for k in ("size", "severity", "at", "started_at") if k in value), None)
                 text = f"{value[key]}" + (f" ({extra})" if extra not in (None, "") else "")
-                return text[:MAX_TEXT]
-        return json.dumps(value, ensure_ascii=False)[:MAX_TEXT]
+                return cut_at_word(text, MAX_TEXT)
+        return cut_at_word(json.dumps(value, ensure_ascii=False), MAX_TEXT)
     if isinstance(value, list):
         return f"{len(value)} item(s)"
-    return str(value)[:MAX_TEXT]
+    return cut_at_word(str(value), MAX_TEXT)
 
 
 def _record(value: Any) -> str:
@@ -91,7 +92,7 @@ def _record(value: Any) -> str:
     if not fields:
         return _label(value)
     head = value.get("name") or value.get("title")
-    return (f"{head} ({'; '.join(fields)})" if head else "; ".join(fields))[: 3 * MAX_TEXT]
+    return cut_at_word(f"{head} ({'; '.join(fields)})" if head else "; ".join(fields), 3 * MAX_TEXT)
 
 
 def describe(content: str) -> list[str]:
@@ -100,7 +101,7 @@ def describe(content: str) -> list[str]:
         data = json.loads(content)
     except ValueError:
         excerpt = [line.strip() for line in content.splitlines() if line.strip()][:6]
-        return [f"- {line[:MAX_TEXT]}" for line in excerpt] or ["- (empty result)"]
+        return [f"- {cut_at_word(line, MAX_TEXT)}" for line in excerpt] or ["- (empty result)"]
     if not isinstance(data, dict):
         data = {"result": data}
     bullets = []
