@@ -3,6 +3,8 @@ and a person's "Investigate" (docs/investigations.md, "API")."""
 
 from __future__ import annotations
 
+import json
+
 from django.db.models import Q
 from django.utils.translation import gettext as _
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -50,7 +52,11 @@ class IncidentDetailSerializer(IncidentSerializer):
 
 
 def filter_incidents(queryset, params):
-    """The filters the list page and the API share: status, severity, free-text search."""
+    """The filters the list page and the API share: status, severity, affected service, free-text
+    search."""
+    if params.get("service"):
+        # JSON text match: works on SQLite too, where JSON containment does not.
+        queryset = queryset.filter(affected_services__icontains=json.dumps(params["service"][:200]))
     if params.get("status"):
         queryset = queryset.filter(status=params["status"])
     if params.get("severity"):
@@ -67,6 +73,7 @@ def filter_incidents(queryset, params):
     parameters=[
         OpenApiParameter("status", str, description="firing, acknowledged or resolved"),
         OpenApiParameter("severity", str, description="critical, high, warning or info"),
+        OpenApiParameter("service", str, description="An affected service"),
         OpenApiParameter("q", str, description="Text in the title, summary or device name"),
     ]
 )
