@@ -9,8 +9,10 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import re
+from pathlib import Path
 
 import pytest
+from django.conf import settings
 from django.urls import reverse
 
 from incidents_app import investigations, runner
@@ -73,11 +75,11 @@ def test_an_inconclusive_rerun_keeps_the_report_with_a_notice_and_the_run_histor
     incident = Incident.objects.create(
         organization=org, title="Checkout 5xx", severity="critical", started_at=dt.datetime.now(dt.UTC)
     )
-    agents_llm.add(
-        INVESTIGATOR, read_incident(), submit(report({"kind": "device", "name": "db-01"})), answer()
-    )
+    listing = {"action": "List devices", "proposed_write": {"tool": "query_devices", "arguments": {}}}
+    good_report = report({"kind": "device", "name": "db-01"}, next_actions=[listing])
+    agents_llm.add(INVESTIGATOR, read_incident(), submit(good_report), answer())
     good = investigate(incident, member)
-    assert good.status == "done"
+    assert good.status == "done", good.error
     agents_llm.add(INVESTIGATOR, read_incident(), answer("Could not tell this time."))
     rerun = investigate(incident, member)
     assert rerun.status == "inconclusive"
@@ -86,7 +88,7 @@ def test_an_inconclusive_rerun_keeps_the_report_with_a_notice_and_the_run_histor
     html = page_of(client, incident)
     shown = block(html, "investigation")
     assert "Checkout fails because its database host is down." in shown  # the good report stays
-    assert "Restart the database service on db-01" in shown
+    assert "List devices" in shown
     assert f"Investigation #{rerun.pk} ended without a new report; the report below is kept." in shown
     assert "The investigator ended without a valid report." in shown
     assert "Could not tell this time." in shown  # its partial findings, folded
@@ -111,6 +113,8 @@ def test_an_inconclusive_rerun_keeps_the_report_with_a_notice_and_the_run_histor
     shown = block(page_of(client, incident), "investigation")
     assert "Checkout fails because its database host is down." in shown
     assert "The model endpoint answered 503." in shown and 'class="badge verdict-failed"' in shown
+    sent = client.post(reverse("incident-send-action", args=[incident.pk, 0]), follow=True)
+    assert "query_devices changes nothing" in sent.content.decode()  # the kept report's action, not a 404
 
 
 def test_without_any_report_the_failed_run_is_told_and_no_report_is_invented(client, org, member):
@@ -208,3 +212,21 @@ def test_diff_lines_name_each_changed_key_once():
     after = {"labels": {"version": "2.5.0", "db_pool_size": "5", "team": "payments"}}
     assert diff_lines(before, after) == ["db_pool_size 50 → 5", "version 2.4.1 → 2.5.0"]
     assert diff_lines({"replicas": 3}, {"replicas": 3}) == []
+
+
+def _luminance(colour: str) -> float:
+    channels = [int(colour[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+    linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def test_every_badge_colour_pair_reads_at_aa_contrast_in_both_themes():
+    css = (Path(settings.BASE_DIR) / "static" / "css" / "incidents.css").read_text()
+    light, dark = css.split("@media (prefers-color-scheme: dark)", 1)
+    for theme in (light, dark):
+        colours = dict(re.findall(r"--([a-z-]+)-bg: (#[0-9a-f]{6})", theme))
+        texts = dict(re.findall(r"--([a-z-]+)-fg: (#[0-9a-f]{6})", theme))
+        assert set(colours) == set(texts) and len(colours) == 6
+        for name, background in colours.items():
+            high, low = sorted((_luminance(background), _luminance(texts[name])), reverse=True)
+            assert (high + 0.05) / (low + 0.05) >= 4.5, name
