@@ -10,7 +10,7 @@ import pytest
 
 from incidents_app.models import Investigation
 from ops_app.models import Device, Incident
-from tests.support.browser import log_in
+from tests.support.browser import log_in, screenshot
 from tests.support.investigations import INVESTIGATOR, answer, read_incident, report
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -51,6 +51,7 @@ def test_an_inconclusive_rerun_keeps_the_report_live_and_after_a_reload(
     page.click("button:has-text('Investigate again')")
     page.wait_for_selector("#investigation[data-state='inconclusive'] .run-notice")
 
+    screenshot(page, "incident-kept-report")
     for reloaded in (False, True):
         notice = page.inner_text("#investigation .run-notice")
         assert "ended without a new report; the report below is kept." in notice, reloaded
