@@ -230,3 +230,11 @@ def test_every_badge_colour_pair_reads_at_aa_contrast_in_both_themes():
         for name, background in colours.items():
             high, low = sorted((_luminance(background), _luminance(texts[name])), reverse=True)
             assert (high + 0.05) / (low + 0.05) >= 4.5, name
+
+
+def test_the_page_speaks_the_users_language(client, member, demo):
+    client.force_login(member)
+    response = client.get(reverse("incident-page", args=[demo.pk]), HTTP_ACCEPT_LANGUAGE="fr")
+    html = response.content.decode().replace("\xa0", " ")
+    assert "Ce qui a changé" in html and "Cause probable :" in html
+    assert "6 minutes avant le début" in html and "en alerte depuis 14 minutes" in html
