@@ -15,7 +15,7 @@ from rest_framework.response import Response
 
 from incidents_app import investigations, runner
 from incidents_app.access import may_act, visible_incidents
-from incidents_app.models import Investigation, newest_first
+from incidents_app.models import Investigation, current_report, newest_first
 from ops_app.models import Incident
 
 
@@ -41,14 +41,22 @@ class IncidentSerializer(serializers.ModelSerializer):
 
 class IncidentDetailSerializer(IncidentSerializer):
     latest_investigation = serializers.SerializerMethodField()
+    current_investigation = serializers.SerializerMethodField(
+        help_text="The investigation whose report the page shows: the newest with a valid report."
+    )
 
     class Meta(IncidentSerializer.Meta):
-        fields = [*IncidentSerializer.Meta.fields, "summary", "latest_investigation"]
+        fields = [*IncidentSerializer.Meta.fields, "summary", "latest_investigation", "current_investigation"]
 
     @extend_schema(responses=InvestigationSerializer(allow_null=True))
     def get_latest_investigation(self, incident: Incident) -> dict | None:
         latest = newest_first(incident).first()
         return InvestigationSerializer(latest).data if latest else None
+
+    @extend_schema(responses=InvestigationSerializer(allow_null=True))
+    def get_current_investigation(self, incident: Incident) -> dict | None:
+        current = current_report(incident)
+        return InvestigationSerializer(current).data if current else None
 
 
 def filter_incidents(queryset, params):

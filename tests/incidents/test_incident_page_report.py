@@ -99,6 +99,12 @@ def test_an_inconclusive_rerun_keeps_the_report_with_a_notice_and_the_run_histor
     assert history.count("Started by alice") == 2 and "A person" not in history
     assert "audit" not in re.sub(r"<[^>]+>", "", history).split("Verdict", 1)[1]  # members get no audit links
 
+    detail = client.get(f"/api/incidents/{incident.pk}/").json()
+    assert (detail["latest_investigation"]["id"], detail["current_investigation"]["id"]) == (
+        rerun.pk,
+        good.pk,
+    )
+
     client.force_login(auditor)
     html = page_of(client, incident)
     assert f'href="/audit/sessions/{rerun.session_id}/"' in block(
