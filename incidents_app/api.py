@@ -3,6 +3,8 @@ and a person's "Investigate" (docs/investigations.md, "API")."""
 
 from __future__ import annotations
 
+import json
+
 from django.db.models import Q
 from django.utils.translation import gettext as _
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -13,7 +15,7 @@ from rest_framework.response import Response
 
 from incidents_app import investigations, runner
 from incidents_app.access import may_act, visible_incidents
-from incidents_app.models import Investigation, newest_first
+from incidents_app.models import Investigation, current_report, newest_first
 from ops_app.models import Incident
 
 
@@ -39,18 +41,30 @@ class IncidentSerializer(serializers.ModelSerializer):
 
 class IncidentDetailSerializer(IncidentSerializer):
     latest_investigation = serializers.SerializerMethodField()
+    current_investigation = serializers.SerializerMethodField(
+        help_text="The investigation whose report the page shows: the newest with a valid report."
+    )
 
     class Meta(IncidentSerializer.Meta):
-        fields = [*IncidentSerializer.Meta.fields, "summary", "latest_investigation"]
+        fields = [*IncidentSerializer.Meta.fields, "summary", "latest_investigation", "current_investigation"]
 
     @extend_schema(responses=InvestigationSerializer(allow_null=True))
     def get_latest_investigation(self, incident: Incident) -> dict | None:
         latest = newest_first(incident).first()
         return InvestigationSerializer(latest).data if latest else None
 
+    @extend_schema(responses=InvestigationSerializer(allow_null=True))
+    def get_current_investigation(self, incident: Incident) -> dict | None:
+        current = current_report(incident)
+        return InvestigationSerializer(current).data if current else None
+
 
 def filter_incidents(queryset, params):
-    """The filters the list page and the API share: status, severity, free-text search."""
+    """The filters the list page and the API share: status, severity, affected service, free-text
+    search."""
+    if params.get("service"):
+        # JSON text match: works on SQLite too, where JSON containment does not.
+        queryset = queryset.filter(affected_services__icontains=json.dumps(params["service"][:200]))
     if params.get("status"):
         queryset = queryset.filter(status=params["status"])
     if params.get("severity"):
@@ -67,6 +81,7 @@ def filter_incidents(queryset, params):
     parameters=[
         OpenApiParameter("status", str, description="firing, acknowledged or resolved"),
         OpenApiParameter("severity", str, description="critical, high, warning or info"),
+        OpenApiParameter("service", str, description="An affected service"),
         OpenApiParameter("q", str, description="Text in the title, summary or device name"),
     ]
 )

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from incidents_app.models import newest_first
+from incidents_app.changes import for_brief, what_changed
+from incidents_app.models import current_report, newest_first
 from ops_app.models import Incident
 
 
@@ -24,7 +25,15 @@ def incident_context(incident: Incident, question: str = "") -> str:
         "",
         "Incident: " + json.dumps(facts, default=str),
     ]
-    if latest is not None:
-        found = latest.report or {"partial_findings": latest.partial_findings[:2000]}
-        parts.append(f"Latest investigation ({latest.status}): " + json.dumps(found, default=str)[:8000])
+    current = current_report(incident)
+    if current is not None:
+        parts.append(
+            f"Current report (investigation {current.pk}): " + json.dumps(current.report, default=str)[:8000]
+        )
+    if latest is not None and latest != current:
+        found = {"error": latest.error[:500], "partial_findings": latest.partial_findings[:2000]}
+        parts.append(f"Latest investigation ({latest.status}): " + json.dumps(found, default=str))
+    changes = for_brief(what_changed(incident))
+    if changes:
+        parts.append("What changed around the start: " + json.dumps(changes, default=str)[:4000])
     return "\n".join(parts)

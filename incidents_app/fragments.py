@@ -5,13 +5,20 @@ time the runner publishes progress (docs/investigations.md, "Pages")."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from urllib.parse import urlencode
 
 from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.timesince import timesince
+from django.utils.translation import gettext as _
 
 from audit_app.models import AuditLog
 from audit_app.queries import can_audit
 from incidents_app.access import may_act
-from incidents_app.models import newest_first
+from incidents_app.changes import likely_cause, what_changed
+from incidents_app.models import current_report, newest_first
+from ops_app.estate.correlation import incident_nodes
 from ops_app.estate.topology import expand
 from ops_app.models import ChangeEvent, Device, Incident, TopologyNode
 from web_app.charts import chart_for_tool
@@ -31,8 +38,10 @@ def viewer_of(user) -> Viewer:
 
 
 def report_context(incident: Incident, viewer: Viewer) -> dict:
-    """The latest investigation of the incident, its report and the tool calls it made so far."""
-    latest = newest_first(incident).first()
+    """The incident's current report (the newest valid one), the latest run when it is still going
+    or ended without replacing that report (shown as a notice), and the latest run's tool calls."""
+    latest = newest_first(incident).select_related("requested_by").first()
+    current = current_report(incident)
     steps = []
     if latest and latest.session_id:
         steps = list(
@@ -40,10 +49,14 @@ def report_context(incident: Incident, viewer: Viewer) -> dict:
             .order_by("started_at", "pk")
             .only("pk", "tool", "status", "started_at", "tool_call_id")
         )
-    report = (latest.report if latest else {}) or {}
+    report = (current.report if current else {}) or {}
+    notice = latest if latest and not latest.is_open and latest != current else None
     return {
         "incident": incident,
         "latest": latest,
+        "current": current,
+        "kept": current is not None and current != latest,
+        "notice": notice,
         "report": report,
         "evidence": evidence_with_charts(report),
         "patient_zero": patient_zero_context(incident.organization_id, report.get("patient_zero") or {}),
@@ -68,7 +81,19 @@ def patient_zero_context(organization_id: int, named: dict) -> dict:
     neighbours = []
     if node is not None:
         neighbours = [n for n in expand(organization_id, node, "both", 1)["nodes"] if n["relation"] != "self"]
+        devices = dict(Device.objects.filter(organization_id=organization_id).values_list("name", "pk"))
+        for n in neighbours:
+            n["url"] = neighbour_url(n, devices)
     return {"device": device, "node": node, "neighbours": neighbours}
+
+
+def neighbour_url(node: dict, devices: dict[str, int]) -> str:
+    """A topology neighbour's page: its device's page, else the incidents of that service."""
+    device = node.get("device")
+    pk = device if isinstance(device, int) else devices.get(device)
+    if pk:
+        return reverse("device-page", args=[pk])
+    return service_incidents_url(node["name"])
 
 
 def evidence_with_charts(report: dict) -> list[dict]:
@@ -96,7 +121,70 @@ def timeline_context(incident: Incident, steps: list) -> dict:
         + [(s.started_at, f"investigation step: {s.tool} ({s.status})") for s in steps],
         key=lambda pair: pair[0],
     )
-    return {"timeline": timeline, "history": newest_first(incident)[:10]}
+    history = newest_first(incident).select_related("requested_by")[:10]
+    return {"timeline": timeline, "history": history}
+
+
+def incident_facts(incident: Incident, now=None) -> dict:
+    """What the page's header says beyond the record: for how long it has been open (or how long
+    it took), who acknowledged it, the teams that own its services, and what changed around it."""
+    now = now or timezone.now()
+    end = incident.resolved_at or now
+    amount = timesince(incident.started_at, end, depth=2)
+    if incident.status == Incident.Status.RESOLVED:
+        duration = _("resolved after %(amount)s") % {"amount": amount}
+    elif incident.status == Incident.Status.ACKNOWLEDGED:
+        duration = _("acknowledged, open for %(amount)s") % {"amount": amount}
+    else:
+        duration = _("firing for %(amount)s") % {"amount": amount}
+    acknowledged_by = (
+        ChangeEvent.objects.filter(
+            organization_id=incident.organization_id,
+            resource_type="incident",
+            resource_id=str(incident.pk),
+            after__status=Incident.Status.ACKNOWLEDGED,
+        )
+        .order_by("occurred_at")
+        .values_list("actor_name", flat=True)
+        .first()
+    )
+    teams = sorted({n.labels.get("team") for n in incident_nodes(incident) if n.labels.get("team")})
+    changes = what_changed(incident, now)
+    entries = [
+        {
+            "change": c,
+            "when": c.relative(incident.started_at),
+            "link": change_link(incident.organization_id, c),
+        }
+        for c in changes
+    ]
+    likely = likely_cause(changes)
+    return {
+        "duration": duration,
+        "acknowledged_by": acknowledged_by,
+        "teams": teams,
+        "changes": entries,
+        "likely_change": next((e for e in entries if e["change"] is likely), None),
+    }
+
+
+def service_incidents_url(service: str) -> str:
+    return reverse("incident-list") + "?" + urlencode({"service": service})
+
+
+def change_link(organization_id: int, change) -> str:
+    """Where a change's resource can be looked at by a member: its device's page, the device of
+    its topology node, or the incidents of that service."""
+    if change.resource_type == "device" and change.resource_id.isdigit():
+        return reverse("device-page", args=[int(change.resource_id)])
+    if change.resource_type == "topology_node" and change.resource_id.isdigit():
+        nodes = TopologyNode.objects.filter(organization_id=organization_id)
+        node = nodes.filter(pk=int(change.resource_id)).first()
+        if node is not None and node.device_id:
+            return reverse("device-page", args=[node.device_id])
+        if node is not None:
+            return service_incidents_url(node.name)
+    return ""
 
 
 def live_fragments(incident_id: int, viewer: Viewer) -> str:

@@ -98,10 +98,10 @@ class Investigation(TenantModel):
         STOPPED = "stopped", _("Stopped")
 
     class Trigger(models.TextChoices):
-        ALERTMANAGER = "alertmanager", "Alertmanager"
-        ESCALATION = "escalation", _("Escalation")
-        MANUAL = "manual", _("A person")
-        BACKFILL = "backfill", _("Backfill at startup")
+        ALERTMANAGER = "alertmanager", _("An Alertmanager alert")
+        ESCALATION = "escalation", _("The incident escalated")
+        MANUAL = "manual", _("Started by a person")
+        BACKFILL = "backfill", _("Found when Ongrid started")
 
     incident = models.ForeignKey(
         Incident, verbose_name=_("incident"), on_delete=models.CASCADE, related_name="investigations"
@@ -168,8 +168,29 @@ class Investigation(TenantModel):
     def is_open(self) -> bool:
         return self.status in (self.Status.QUEUED, self.Status.RUNNING)
 
+    @property
+    def started_by(self) -> str:
+        """Who or what started the run, in plain words: the person's name when a person did."""
+        if self.trigger == self.Trigger.MANUAL and self.requested_by is not None:
+            name = self.requested_by.get_full_name() or self.requested_by.get_username()
+            return _("Started by %(name)s") % {"name": name}
+        return str(self.get_trigger_display())
+
+    @property
+    def verdict(self) -> str:
+        """report, inconclusive, failed, stopped, or the open run's state: the history's badge."""
+        return "report" if self.status == self.Status.DONE and self.report else self.status
+
 
 def newest_first(incident: Incident) -> models.QuerySet[Investigation]:
     """The incident's investigations, newest first: the first is the one its page, API and chat
     context show as its latest."""
     return incident.investigations.order_by("-created_at", "-pk")
+
+
+def current_report(incident: Incident) -> Investigation | None:
+    """The investigation whose report the page shows: the newest that ended with a valid report.
+    A later run that ends inconclusive, failed or stopped does not erase it; it is shown as a
+    notice above it (docs/incidents.md, "The report stays")."""
+    done = newest_first(incident).filter(status=Investigation.Status.DONE)[:50]
+    return next((investigation for investigation in done if investigation.report), None)

@@ -20,6 +20,7 @@ from django.conf import settings
 
 from agents_app.api import SUBMIT_REPORT, Tool, ToolContext, ToolError, events, get_runtime, run_in_background
 from incidents_app import investigations, notify
+from incidents_app.changes import for_brief, what_changed
 from incidents_app.models import Investigation
 from incidents_app.report import REPORT_SCHEMA, check_report
 from ops_app.models import Incident
@@ -83,11 +84,15 @@ def brief(incident: Incident) -> str:
         "affected_services": incident.affected_services,
         "device": incident.device.name if incident.device_id else None,
         "alerts": alerts,
+        "what_changed": for_brief(what_changed(incident)),
     }
     return (
         f"Investigate incident #{incident.pk}: {incident.title}. Find patient zero and the causal chain.\n"
         "Start with get_incident_detail, gather evidence with your tools, then call submit_report "
-        "exactly once; each evidence item names the id of the tool call that produced it.\n\n"
+        "exactly once; each evidence item names the id of the tool call that produced it.\n"
+        "`what_changed` lists the estate's changes from two hours before the start: one made shortly "
+        "before it on the incident's own services or their neighbours is the usual suspect. Check it "
+        "against the metrics and name it as the cause, or rule it out, in your report.\n\n"
         + json.dumps(facts, default=str, indent=1)
     )
 

@@ -30,4 +30,5 @@ urlpatterns = [
         name="incident-send-action",
     ),
     path("incidents/<int:incident_id>/ask/", views.incident_ask, name="incident-ask"),
+    path("devices/<int:device_id>/", views.device_page, name="device-page"),
 ]

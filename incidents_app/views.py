@@ -19,10 +19,10 @@ from incidents_app import investigations, runner
 from incidents_app.access import incident_or_404, may_act, visible_incidents
 from incidents_app.api import filter_incidents
 from incidents_app.context import incident_context
-from incidents_app.fragments import report_context, timeline_context, viewer_of
-from incidents_app.models import newest_first
+from incidents_app.fragments import incident_facts, report_context, timeline_context, viewer_of
+from incidents_app.models import current_report
 from ops_app.estate import incidents as incident_states
-from ops_app.models import Incident, Severity
+from ops_app.models import Device, Incident, Severity, TopologyNode
 
 LIST_SIZE = 100
 
@@ -39,7 +39,7 @@ def incident_list(request: HttpRequest) -> HttpResponse:
         "incidents": rows,
         "statuses": Incident.Status.choices,
         "severities": Severity.choices,
-        "chosen": {k: request.GET.get(k, "") for k in ("status", "severity", "q")},
+        "chosen": {k: request.GET.get(k, "") for k in ("status", "severity", "service", "q")},
     }
     return render(request, "incidents/list.html", context)
 
@@ -55,8 +55,24 @@ def _detail_context(request: HttpRequest, incident: Incident) -> dict:
     return {
         **context,
         **timeline_context(incident, context["steps"]),
+        **incident_facts(incident),
         "alerts": incident.alerts.order_by("starts_at"),
     }
+
+
+@login_required
+def device_page(request: HttpRequest, device_id: int) -> HttpResponse:
+    """A device as members see it, read-only: what it is, its topology nodes and its incidents
+    (the admin's edit form is for those who administer the estate)."""
+    device = Device.objects.for_user(request.user).filter(pk=device_id).first()
+    if device is None:
+        raise Http404(_("No such device."))
+    context = {
+        "device": device,
+        "nodes": TopologyNode.objects.filter(organization_id=device.organization_id, device=device),
+        "incidents": visible_incidents(request.user).filter(device=device).order_by("-started_at")[:20],
+    }
+    return render(request, "incidents/device.html", context)
 
 
 def _acting_incident(request: HttpRequest, incident_id: int) -> Incident:
@@ -106,8 +122,8 @@ def incident_transition(request: HttpRequest, incident_id: int, action: str) -> 
 def incident_send_action(request: HttpRequest, incident_id: int, index: int) -> HttpResponse:
     """A report's proposed write, sent as the investigator wrote it through the review gate."""
     incident = _acting_incident(request, incident_id)
-    latest = newest_first(incident).first()  # the one the page shows
-    actions = ((latest.report or {}).get("next_actions") or []) if latest is not None else []
+    shown = current_report(incident)  # the one the page shows
+    actions = ((shown.report or {}).get("next_actions") or []) if shown is not None else []
     if index >= len(actions) or not isinstance(actions[index].get("proposed_write"), dict):
         raise Http404(_("This report has no such proposed change."))
     action = actions[index]

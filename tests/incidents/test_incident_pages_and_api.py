@@ -114,10 +114,14 @@ def test_patient_zero_is_shown_with_its_device_and_topology_neighbourhood(
 
     client.force_login(member)
     page = client.get(reverse("incident-page", args=[incident.pk])).content.decode()
-    assert "device db-01 (10.0.0.9)" in page and "topology node payments-db (database)" in page
-    assert "called by <strong>payments-api</strong> (service)" in page
-    assert "calls <strong>san-a</strong> (other)" in page
+    assert f'device <a href="/devices/{db.pk}/">db-01</a> (10.0.0.9)' in page
+    assert "topology node payments-db (database)" in page
+    api_link = '<a href="/incidents/?service=payments-api"><strong>payments-api</strong></a>'
+    assert f"called by {api_link} (service)" in page
+    assert 'calls <a href="/incidents/?service=san-a"><strong>san-a</strong></a> (other)' in page
     assert f"/admin/ops_app/device/{db.pk}/change/" not in page  # a member does not reach the admin
     client.force_login(org_admin)
     page = client.get(reverse("incident-page", args=[incident.pk])).content.decode()
-    assert f'<a href="/admin/ops_app/device/{db.pk}/change/">db-01</a>' in page
+    assert f'<a href="/devices/{db.pk}/">db-01</a>' in page  # the read-only page, for admins too
+    device = client.get(reverse("device-page", args=[db.pk])).content.decode()
+    assert f'href="/admin/ops_app/device/{db.pk}/change/"' in device  # from there, the admin form

@@ -103,7 +103,7 @@ async def test_a_running_investigation_is_redrawn_live_until_its_report(
     await sync_to_async(runner.start_queued)(incident.organization_id)
     assert await asyncio.to_thread(asked.wait, DEADLINE)
     running = await receive_until(socket, 'data-state="running"')
-    assert "running…" in running and 'class="live"' in running
+    assert "Running…" in running and 'class="live"' in running
     release.set()
 
     step = await receive_until(socket, "get_incident_detail")
