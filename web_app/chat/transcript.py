@@ -21,7 +21,7 @@ from web_app.tree import build_tree, walk
 
 @dataclass
 class Item:
-    kind: str  # chip | tile | note | proposal
+    kind: str  # chip | tile | note | lead | proposal
     at: object
     data: object
 
@@ -150,11 +150,9 @@ def _add_message(
         turns[-1].stopped = for_viewer(message["content"], viewer)
     elif turns and message["kind"] == MessageKind.ERROR:
         turns[-1].error = message["content"]
-    elif (
-        turns
-        and message["role"] == MessageRole.ASSISTANT
-        and not message["tool_calls"]
-        and message["content"]
-    ):
+    elif turns and message["role"] == MessageRole.ASSISTANT and message["tool_calls"]:
+        if (message["content"] or "").strip():  # what it said before the call, as it streamed
+            turns[-1].items.append(Item("lead", message["at"], render_answer(message["content"], links)))
+    elif turns and message["role"] == MessageRole.ASSISTANT and message["content"]:
         turns[-1].answer = render_answer(message["content"], links)
         turns[-1].answered_at = message["at"]
