@@ -1,8 +1,9 @@
 """Runtime events rendered as HTMX out-of-band fragments for the chat page.
 
 Pure functions of (event, state): the consumer sends what they return. Everything the model or a
-tool produced is escaped by the templates; only the final answer goes through the Markdown
-sanitiser. The same templates render the persisted transcript, so a reload looks like the stream.
+tool produced is escaped by the templates; the coordinator's text (streamed so far, a lead-in,
+the final answer) goes through the Markdown sanitiser instead. The same templates render the
+persisted transcript, so a reload looks like the stream.
 """
 
 from __future__ import annotations
@@ -164,10 +165,6 @@ def llm_retrying(turn: int, event: events.LLMRetrying) -> str:
         + f'<div hx-swap-oob="beforeend:#activity-{turn}"><p class="stamp retrying" id="retrying-{turn}" '
         f'role="status">{escape(retrying_text(event))}</p></div>'
     )
-
-
-def text_delta(turn: int, text: str) -> str:
-    return f'<span hx-swap-oob="beforeend:#stream-{turn}">{escape(text)}</span>'
 
 
 def stream_so_far(turn: int, text: str, links: EstateLinks | None = None) -> str:
