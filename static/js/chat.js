@@ -113,6 +113,8 @@
     if (crumb && crumb.textContent) { document.title = crumb.textContent + " · Ongrid"; }
   }
 
+  document.addEventListener("htmx:afterSettle", syncTitle);  // a rename from the ⋯ menu
+
   function sendKeptIfIdle() {
     var box = document.getElementById("message");
     if (holding && !turnRunning()) {

@@ -8,6 +8,7 @@ import re
 import threading
 
 import pytest
+from playwright.sync_api import expect
 
 from fakes.openai_server import call, stalled, text, tool_calls
 from tests.support.browser import log_in
@@ -44,6 +45,11 @@ def test_a_new_chat_takes_its_address_and_title_with_the_first_message(page, age
     assert page.inner_text(f"#chat-link-{chat_id}") == "how full is web-01?"
     page.reload()
     page.wait_for_selector(".bubble.answer:has-text('Disk is fine.')")  # the same chat, saved
+    page.click(".chat-menu summary")
+    page.fill(f"#rename-{chat_id}", "Disk on web-01")
+    page.click(".chat-menu button:has-text('Rename')")
+    page.wait_for_selector("#crumb-title:has-text('Disk on web-01')")  # a rename shows at once too
+    expect(page).to_have_title("Disk on web-01 · Ongrid")
 
 
 def test_streamed_markdown_is_rendered_before_the_end_and_the_lead_in_stands_apart(page, agents_llm):

@@ -71,6 +71,7 @@ def test_rename_and_delete(client, member, chat):
     client.force_login(member)
     renamed = client.post(f"/chat/{chat.pk}/rename/", {"title": "  Disk on web-01 "})
     assert renamed.status_code == 200 and "Disk on web-01" in renamed.content.decode()
+    assert 'id="crumb-title" hx-swap-oob="true">Disk on web-01</li>' in renamed.content.decode()
     assert ChatSession.objects.get(pk=chat.pk).title == "Disk on web-01"
     services.append_message(chat.pk, "user", "x")
     assert client.post(f"/chat/{chat.pk}/delete/").status_code == 302

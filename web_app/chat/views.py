@@ -6,6 +6,7 @@ from asgiref.sync import async_to_sync
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
 from django.views.decorators.http import require_http_methods, require_POST
 
 from agents_app.api import get_runtime
@@ -88,7 +89,12 @@ def chat_page(request: HttpRequest, session_id: int) -> HttpResponse:
 def chat_rename(request: HttpRequest, session_id: int) -> HttpResponse:
     chat = _own_chat(request, session_id)
     services.rename_chat(chat, request.POST.get("title", ""))
-    return render(request, "chat/_sidebar_item.html", {"s": chat})
+    # The breadcrumb (and, through chat.js, the tab's title) follow the new name at once.
+    context = {"s": chat, "title": chat.title, "oob": True}
+    return HttpResponse(
+        render_to_string("chat/_sidebar_item.html", context, request)
+        + render_to_string("chat/_crumb_title.html", context, request)
+    )
 
 
 @login_required
