@@ -8,7 +8,6 @@ import re
 import threading
 
 import pytest
-from playwright.sync_api import expect
 
 from fakes.openai_server import call, stalled, text, tool_calls
 from tests.support.browser import log_in
@@ -34,6 +33,8 @@ def send(page, message: str) -> None:
 
 
 def test_a_new_chat_takes_its_address_and_title_with_the_first_message(page, agents_llm):
+    from playwright.sync_api import expect
+
     assert page.url.endswith("/chat/new/") and page.inner_text("#crumb-title") == "New chat"
     agents_llm.add("default", text("Disk is fine."))
     send(page, "how full is web-01?")
