@@ -106,3 +106,13 @@ async def test_a_new_chat_socket_cannot_adopt_someone_elses_session(client, memb
     closed = await socket.receive_output(timeout=DEADLINE)
     assert closed == {"type": "websocket.close", "code": 4403}
     assert await ChatSession.objects.acount() == 1
+
+
+async def test_a_first_message_without_an_organization_is_refused_in_words(client, django_user_model):
+    lone = await sync_to_async(django_user_model.objects.create_user)("lone", password="lone-pass-123")
+    socket, ok, _ = await open_socket("/ws/chat/new/", await cookie_for(client, lone))
+    assert ok
+    await socket.send_json_to({"message": "hello?"})
+    assert "You belong to no organization" in await socket.receive_from(timeout=DEADLINE)
+    assert not await ChatSession.objects.aexists()
+    await socket.disconnect()

@@ -8,6 +8,7 @@ import json
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer, AsyncWebsocketConsumer
+from django.core.exceptions import PermissionDenied
 from django.template.loader import render_to_string
 from django.utils import timezone, translation
 from django.utils.translation import gettext
@@ -223,7 +224,12 @@ class ChatConsumer(AsyncWebsocketConsumer):
             empty = await self._localized(lambda: fragments.error_bubble(gettext("The message is empty.")))
             await self.send(text_data=empty)
             return False
-        chat = await database_sync_to_async(services.start_chat)(self.scope["user"])
+        try:
+            chat = await database_sync_to_async(services.start_chat)(self.scope["user"])
+        except PermissionDenied as refusal:  # no organization: said, not a dropped socket
+            reason = refusal.args[0] if refusal.args else ""  # lazy: worded in the viewer's language
+            await self.send(text_data=await self._localized(lambda: fragments.error_bubble(str(reason))))
+            return False
         await self._bind(chat)
         await self.send(text_data=await self._localized(fragments.chat_created, chat.pk, title_from(message)))
         return True

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from asgiref.sync import async_to_sync
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
 from agents_app.api import get_runtime
@@ -53,11 +55,13 @@ def chat_new(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         return redirect("chat-new")
     organization = organization_of(request.user)
+    if organization is None:
+        raise PermissionDenied(_("You belong to no organization, so you cannot start a chat."))
     context = {
         "chat": None,
         "sessions": _sidebar(request),
         "turns": [],
-        "examples": example_prompts(organization.pk) if organization else [],
+        "examples": example_prompts(organization.pk),
         "chat_session_id": None,
         "running": False,
     }
