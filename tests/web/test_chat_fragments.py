@@ -23,10 +23,19 @@ RANGE_RESULT = {
 }
 
 
-def test_streamed_tokens_are_escaped_and_appended_to_the_turn_bubble():
-    html = fragments.text_delta(7, "<script>alert(1)</script> & more")
-    assert html.startswith('<span hx-swap-oob="beforeend:#stream-7">')
-    assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt; &amp; more" in html
+def test_streamed_text_is_redrawn_as_sanitised_markdown_in_the_turn_bubble():
+    model = '## Load\n\n**busy** <img src=x onerror="alert(1)"><script>alert(2)</script> & more'
+    html = fragments.stream_so_far(7, model + "\n\n| a |\n|---|\n| 1 |")
+    assert html.startswith('<div id="stream-7" hx-swap-oob="innerHTML">')
+    assert "<h2>Load</h2>" in html and "<strong>busy</strong>" in html and "<td>1</td>" in html
+    assert "<img" not in html and "<script" not in html and "onerror" not in html and "&amp; more" in html
+
+
+def test_a_lead_in_becomes_its_own_bubble_and_empties_the_stream():
+    html = fragments.lead_in(7, "I'll ask the **disk** specialist.")
+    assert 'hx-swap-oob="beforeend:#activity-7"><div class="bubble assistant lead">' in html
+    assert "<strong>disk</strong>" in html
+    assert html.endswith('<div id="stream-7" hx-swap-oob="innerHTML"></div>')
 
 
 def test_tool_chip_escapes_tool_output_and_shows_status_and_duration():

@@ -16,13 +16,13 @@ def chat(member):
     return services.start_chat(member)
 
 
-def test_first_visit_creates_a_chat_and_the_page_has_the_socket_and_composer(client, member):
+def test_first_visit_shows_an_empty_new_chat_with_the_socket_and_composer_and_makes_no_row(client, member):
     client.force_login(member)
-    response = client.get("/chat/", follow=True)
-    chat = ChatSession.objects.get(user=member)
+    response = client.get("/", follow=True)
     page = response.content.decode()
-    assert response.redirect_chain[-1][0] == f"/chat/{chat.pk}/"
-    assert f'ws-connect="/ws/chat/{chat.pk}/"' in page and 'id="composer"' in page and "ws-send" in page
+    assert response.redirect_chain[-1][0] == "/chat/new/"
+    assert 'ws-connect="/ws/chat/new/"' in page and 'id="composer"' in page and "ws-send" in page
+    assert not ChatSession.objects.exists()
 
 
 def test_saved_transcript_renders_answer_notes_chips_and_tiles(client, member, chat):
@@ -71,6 +71,7 @@ def test_rename_and_delete(client, member, chat):
     client.force_login(member)
     renamed = client.post(f"/chat/{chat.pk}/rename/", {"title": "  Disk on web-01 "})
     assert renamed.status_code == 200 and "Disk on web-01" in renamed.content.decode()
+    assert 'id="crumb-title" hx-swap-oob="true">Disk on web-01</li>' in renamed.content.decode()
     assert ChatSession.objects.get(pk=chat.pk).title == "Disk on web-01"
     services.append_message(chat.pk, "user", "x")
     assert client.post(f"/chat/{chat.pk}/delete/").status_code == 302

@@ -84,7 +84,15 @@ def test_pages_load_and_the_chat_works_without_a_csp_violation(page, daphne_serv
         visit(page, base + path)
 
 
-def test_deleting_a_chat_still_asks_first(page, daphne_server):
+@pytest.fixture
+def oscar_chat(oscar):
+    """Only a chat that has a session has the ⋯ menu (an empty new chat has none)."""
+    from chat_app import services
+
+    return services.start_chat(oscar)
+
+
+def test_deleting_a_chat_still_asks_first(oscar_chat, page, daphne_server):
     log_in(page, daphne_server, "oscar", "oscar-pass-123")
     chat_url = page.url
     asked = []

@@ -8,22 +8,40 @@ import json
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer, AsyncWebsocketConsumer
+from django.core.exceptions import PermissionDenied
 from django.template.loader import render_to_string
 from django.utils import timezone, translation
 from django.utils.translation import gettext
 
 from agents_app.api import astart_turn, events
 from audit_app.queries import can_audit
+from chat_app import services
 from chat_app.groups import session_group, user_group
 from chat_app.models import MAX_MESSAGE_CHARS, ChatSession, SessionStatus
-from chat_app.services import TurnInProgress
+from chat_app.services import TurnInProgress, title_from
 from ops_app.core.languages import language_for_scope
 from web_app.chat import fragments
 from web_app.chat.transcript import build_turns
-from web_app.rendering import estate_links
+from web_app.rendering import EstateLinks, estate_links
 from web_app.timezones import zone_for_scope
 
-FLUSH_INTERVAL = 0.05
+FLUSH_INTERVAL = 0.15
+
+
+def _ends_segment(event: events.RuntimeEvent) -> bool:
+    """The coordinator's own tool call, dispatch or note: what it streamed before is a lead-in."""
+    if isinstance(event, events.ToolStarted):
+        return not event.worker
+    return isinstance(event, events.Note | events.WorkerStarted)
+
+
+def frame_session(text_data: str | None) -> int | None:
+    """The session a new-chat page's frame names, once its first message has made one."""
+    try:
+        session = json.loads(text_data or "").get("session")
+    except (ValueError, AttributeError):
+        return None
+    return session if isinstance(session, int) and not isinstance(session, bool) else None
 
 
 def read_chat_frame(text_data: str | None) -> tuple[str, str]:
@@ -91,29 +109,43 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if user is None or not user.is_authenticated:
             await self.close(code=4401)
             return
-        session_id = self.scope["url_route"]["kwargs"]["session_id"]
-        self.chat = await ChatSession.objects.filter(
-            pk=session_id, user=user, parent_session__isnull=True
-        ).afirst()
-        if self.chat is None:
-            await self.close(code=4403)
-            return
+        self.chat: ChatSession | None = None
         self.viewer = user.get_username()
         self.turn: int | None = None
         self.tiles: dict[int, dict] = {}
         self.pending_text: list[str] = []
+        self.stream_text = ""  # the current segment of the coordinator's streamed text
         self.retrying = False  # a "Retrying…" line is shown in the running turn
         self.flusher: asyncio.Task | None = None
+        self.links = EstateLinks()
         # What this viewer may follow from the fragments, and the zone and language their times
         # and words are shown in (the same choice as the pages: docs/i18n.md).
         self.audit = await database_sync_to_async(can_audit)(user)
-        self.links = await database_sync_to_async(estate_links)(self.chat.organization_id, user)
         self.zone = await database_sync_to_async(zone_for_scope)(self.scope, user)
         self.language = await database_sync_to_async(language_for_scope)(self.scope, user)
-        self.group = session_group(self.chat.pk)
-        await self.channel_layer.group_add(self.group, self.channel_name)
+        session_id = self.scope["url_route"]["kwargs"].get("session_id")
+        if session_id is None:  # the new-chat page: its session is made by its first message
+            await self.accept()
+            return
+        chat = await self._own_chat(session_id)
+        if chat is None:
+            await self.close(code=4403)
+            return
+        await self._bind(chat)
         await self.accept()
         await self._resync()
+
+    async def _own_chat(self, session_id) -> ChatSession | None:
+        return await ChatSession.objects.filter(
+            pk=session_id, user=self.scope["user"], parent_session__isnull=True
+        ).afirst()
+
+    async def _bind(self, chat: ChatSession) -> None:
+        """Follow `chat` from here on: its links and its event group."""
+        self.chat = chat
+        self.links = await database_sync_to_async(estate_links)(chat.organization_id, self.scope["user"])
+        self.group = session_group(chat.pk)
+        await self.channel_layer.group_add(self.group, self.channel_name)
 
     async def disconnect(self, code: int) -> None:
         if hasattr(self, "group"):
@@ -162,6 +194,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if problem:
             await self.send(text_data=await self._localized(fragments.error_bubble, problem))
             return
+        if self.chat is None and not await self._adopt(frame_session(text_data), message):
+            return
         try:
             await astart_turn(self.chat, message)
         except TurnInProgress:
@@ -173,6 +207,32 @@ class ChatConsumer(AsyncWebsocketConsumer):
             # so the agents' own work is not); its catalog entry gives the viewer's words.
             refusal = str(exc)
             await self.send(text_data=await self._localized(lambda: fragments.error_bubble(gettext(refusal))))
+
+    async def _adopt(self, session_id: int | None, message: str) -> bool:
+        """A new-chat page's socket gets its session: the one the page already made (a reconnect
+        names it in its frames), else a new one for this first message. True when a turn should
+        start now. Nothing is created for an empty message: a session starts with a message."""
+        if session_id is not None:
+            chat = await self._own_chat(session_id)
+            if chat is None:
+                await self.close(code=4403)
+                return False
+            await self._bind(chat)
+            await self._resync()
+            return bool(message.strip())
+        if not message.strip():
+            empty = await self._localized(lambda: fragments.error_bubble(gettext("The message is empty.")))
+            await self.send(text_data=empty)
+            return False
+        try:
+            chat = await database_sync_to_async(services.start_chat)(self.scope["user"])
+        except PermissionDenied as refusal:  # no organization: said, not a dropped socket
+            reason = refusal.args[0] if refusal.args else ""  # lazy: worded in the viewer's language
+            await self.send(text_data=await self._localized(lambda: fragments.error_bubble(str(reason))))
+            return False
+        await self._bind(chat)
+        await self.send(text_data=await self._localized(fragments.chat_created, chat.pk, title_from(message)))
+        return True
 
     async def turn_event(self, message: dict) -> None:
         event = events.parse(message["event"])
@@ -204,6 +264,15 @@ class ChatConsumer(AsyncWebsocketConsumer):
         return fragments.retrying_cleared(self.turn)
 
     def _render_in_turn(self, event: events.RuntimeEvent) -> str:
+        lead = self._end_segment() if _ends_segment(event) else ""
+        return lead + self._render_event(event)
+
+    def _end_segment(self) -> str:
+        """Text streamed before a tool call, a dispatch or a note is its own bubble, above it."""
+        text, self.stream_text = self.stream_text, ""
+        return fragments.lead_in(self.turn, text, self.links) if text.strip() else ""
+
+    def _render_event(self, event: events.RuntimeEvent) -> str:
         match event:
             case events.LLMRetrying(worker=True):
                 return fragments.worker_activity(event.session, fragments.retrying_text(event))
@@ -239,6 +308,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
                 )
                 self.turn = None
                 self.tiles = {}
+                self.stream_text = ""
                 return html
         return ""
 
@@ -256,7 +326,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
         return fragments.worker_changed(tile, self.chat.pk)
 
     def _queue_text(self, text: str) -> None:
-        """Coalesce token deltas so the browser swaps at most ~20 times a second."""
+        """Coalesce token deltas: the segment so far is rendered and swapped at most every
+        FLUSH_INTERVAL, so a long answer costs a few renders a second, not one per token."""
         self.pending_text.append(text)
         if self.flusher is None or self.flusher.done():
             self.flusher = asyncio.get_running_loop().create_task(self._flush_later())
@@ -267,7 +338,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
 
     async def _flush(self) -> None:
         if self.pending_text and self.turn is not None:
-            text, self.pending_text = "".join(self.pending_text), []
+            self.stream_text += "".join(self.pending_text)
+            self.pending_text = []
             cleared = fragments.retrying_cleared(self.turn) if self.retrying else ""
             self.retrying = False
-            await self.send(text_data=cleared + fragments.text_delta(self.turn, text))
+            redrawn = fragments.stream_so_far(self.turn, self.stream_text, self.links)
+            await self.send(text_data=cleared + redrawn)

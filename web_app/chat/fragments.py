@@ -1,8 +1,9 @@
 """Runtime events rendered as HTMX out-of-band fragments for the chat page.
 
 Pure functions of (event, state): the consumer sends what they return. Everything the model or a
-tool produced is escaped by the templates; only the final answer goes through the Markdown
-sanitiser. The same templates render the persisted transcript, so a reload looks like the stream.
+tool produced is escaped by the templates; the coordinator's text (streamed so far, a lead-in,
+the final answer) goes through the Markdown sanitiser instead. The same templates render the
+persisted transcript, so a reload looks like the stream.
 """
 
 from __future__ import annotations
@@ -115,13 +116,20 @@ def turn_queued() -> str:
 
 
 def turn_started(turn: int, user_text: str, chat_session_id: int, title: str = "") -> str:
-    return '<p id="turn-queued" hx-swap-oob="delete"></p>' + _oob(
-        "_turn_started.html",
-        turn=turn,
-        user_text=user_text,
-        chat_session_id=chat_session_id,
-        title=title,
-        at=timezone.now(),
+    """The new turn in the transcript, with the Stop button; the chat's title (set by its first
+    message) goes to the sidebar and the breadcrumb at once, not on the next reload."""
+    crumb = _oob("_crumb_title.html", title=title, oob=True) if title else ""
+    return (
+        '<p id="turn-queued" hx-swap-oob="delete"></p>'
+        + _oob(
+            "_turn_started.html",
+            turn=turn,
+            user_text=user_text,
+            chat_session_id=chat_session_id,
+            title=title,
+            at=timezone.now(),
+        )
+        + crumb
     )
 
 
@@ -159,8 +167,35 @@ def llm_retrying(turn: int, event: events.LLMRetrying) -> str:
     )
 
 
-def text_delta(turn: int, text: str) -> str:
-    return f'<span hx-swap-oob="beforeend:#stream-{turn}">{escape(text)}</span>'
+def stream_so_far(turn: int, text: str, links: EstateLinks | None = None) -> str:
+    """The streaming bubble redrawn from all the text of its segment so far, through the same
+    sanitising renderer as the final answer: a heading or a table shows as one while it streams,
+    never as `##` or `|`, and the model's HTML is stripped just as it is from the answer."""
+    return f'<div id="stream-{turn}" hx-swap-oob="innerHTML">{render_answer(text, links)}</div>'
+
+
+def lead_in(turn: int, text: str, links: EstateLinks | None = None) -> str:
+    """What the coordinator streamed before a tool call or a dispatch ("I'll ask the specialist.")
+    becomes its own bubble in the turn's activity, above the chip or tile it led to, and the
+    streaming bubble starts afresh for what comes next, so the two are never glued together."""
+    return (
+        f'<div hx-swap-oob="beforeend:#activity-{turn}"><div class="bubble assistant lead">'
+        f"{render_answer(text, links)}</div></div>"
+        f'<div id="stream-{turn}" hx-swap-oob="innerHTML"></div>'
+    )
+
+
+def chat_created(chat_session_id: int, title: str = "") -> str:
+    """The new-chat page's first message made its session: the page learns its id and address
+    (chat.js updates the URL and the socket's frames), and the sidebar lists it on top."""
+    url = reverse("chat-page", args=[chat_session_id])
+    row = {"pk": chat_session_id, "title": title, "updated_at": timezone.now()}
+    item = render_to_string("chat/_sidebar_item.html", {"s": row})
+    return (
+        f'<div id="chat-created" hx-swap-oob="true" hidden data-session="{chat_session_id}" '
+        f'data-url="{escape(url)}"></div>'
+        f'<ul hx-swap-oob="afterbegin:#chat-list">{item}</ul>'
+    )
 
 
 def tool_started(turn: int, event: events.ToolStarted, audit: bool = False) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 from django.urls import reverse
 
@@ -21,7 +22,7 @@ from web_app.tree import build_tree, walk
 
 @dataclass
 class Item:
-    kind: str  # chip | tile | note | proposal
+    kind: str  # chip | tile | note | lead | proposal
     at: object
     data: object
 
@@ -97,8 +98,9 @@ def build_turns(
     tree = build_tree(chat, messages="root", since=since)
     turns: list[Turn] = []
     entries = tree["timeline"]
+    called_at = {e["tool_call_id"]: e["at"] for e in entries if e["type"] == "call" and e["tool_call_id"]}
     for message in sorted((e for e in entries if e["type"] == "message"), key=lambda e: e["seq"]):
-        _add_message(turns, message, links, viewer)
+        _add_message(turns, message, links, viewer, called_at)
     if not turns:
         return turns
     starts = [t.at for t in turns]
@@ -139,8 +141,20 @@ def build_turns(
     return turns
 
 
+def _lead_at(message: dict, called_at: dict):
+    """A lead-in is saved with its step, after the calls it led to ran: it is placed just before
+    the first of them, where it streamed, not below their chips and tiles."""
+    ids = [c.get("id") for c in message["tool_calls"] if isinstance(c, dict)]
+    times = [called_at[i] for i in ids if i in called_at]
+    return min(times) - timedelta(microseconds=1) if times else message["at"]
+
+
 def _add_message(
-    turns: list[Turn], message: dict, links: EstateLinks | None = None, viewer: str = ""
+    turns: list[Turn],
+    message: dict,
+    links: EstateLinks | None = None,
+    viewer: str = "",
+    called_at: dict | None = None,
 ) -> None:
     if message["role"] == MessageRole.USER:
         turns.append(Turn(message["id"], message["content"], message["at"]))
@@ -150,11 +164,10 @@ def _add_message(
         turns[-1].stopped = for_viewer(message["content"], viewer)
     elif turns and message["kind"] == MessageKind.ERROR:
         turns[-1].error = message["content"]
-    elif (
-        turns
-        and message["role"] == MessageRole.ASSISTANT
-        and not message["tool_calls"]
-        and message["content"]
-    ):
+    elif turns and message["role"] == MessageRole.ASSISTANT and message["tool_calls"]:
+        if (message["content"] or "").strip():  # what it said before the call, as it streamed
+            at = _lead_at(message, called_at or {})
+            turns[-1].items.append(Item("lead", at, render_answer(message["content"], links)))
+    elif turns and message["role"] == MessageRole.ASSISTANT and message["content"]:
         turns[-1].answer = render_answer(message["content"], links)
         turns[-1].answered_at = message["at"]

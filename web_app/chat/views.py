@@ -4,14 +4,18 @@ from __future__ import annotations
 
 from asgiref.sync import async_to_sync
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_POST
+from django.template.loader import render_to_string
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_http_methods, require_POST
 
 from agents_app.api import get_runtime
 from audit_app.queries import can_audit
 from chat_app import services
 from chat_app.models import ChatSession
+from ops_app.tenancy.scoping import organization_of
 from web_app.chat.examples import example_prompts
 from web_app.chat.transcript import build_turns
 from web_app.rendering import estate_links
@@ -27,25 +31,46 @@ def _own_chat(request: HttpRequest, session_id: int) -> ChatSession:
     return get_object_or_404(_own_chats(request), pk=session_id)
 
 
+def _sidebar(request: HttpRequest):
+    # By last activity (a turn started or ended), newest first; dated in the sidebar.
+    sessions = _own_chats(request).order_by("-updated_at", "-pk").only("pk", "title", "updated_at")
+    return sessions[:SIDEBAR_SIZE]
+
+
 @login_required
 def chat_home(request: HttpRequest) -> HttpResponse:
+    """The newest chat, or the empty new-chat page: looking is not chatting, so no row is made
+    here (a session starts with its first message, on the new-chat page's socket)."""
     newest = _own_chats(request).order_by("-updated_at", "-pk").first()
     if newest is None:
-        newest = services.start_chat(request.user)
+        return redirect("chat-new")
     return redirect("chat-page", newest.pk)
 
 
 @login_required
-@require_POST
+@require_http_methods(["GET", "HEAD", "POST"])
 def chat_new(request: HttpRequest) -> HttpResponse:
-    return redirect("chat-page", services.start_chat(request.user).pk)
+    """An empty chat page with no session behind it yet. POST (the old "+ New chat" form, kept
+    for bookmarks and pages without JS) lands here too, still without creating anything."""
+    if request.method == "POST":
+        return redirect("chat-new")
+    organization = organization_of(request.user)
+    if organization is None:
+        raise PermissionDenied(_("You belong to no organization, so you cannot start a chat."))
+    context = {
+        "chat": None,
+        "sessions": _sidebar(request),
+        "turns": [],
+        "examples": example_prompts(organization.pk),
+        "chat_session_id": None,
+        "running": False,
+    }
+    return render(request, "chat/page.html", context)
 
 
 @login_required
 def chat_page(request: HttpRequest, session_id: int) -> HttpResponse:
     chat = _own_chat(request, session_id)
-    # By last activity (a turn started or ended), newest first; dated in the sidebar.
-    sessions = _own_chats(request).order_by("-updated_at", "-pk").only("pk", "title", "updated_at")
     turns = build_turns(
         chat,
         links=estate_links(chat.organization_id, request.user),
@@ -54,7 +79,7 @@ def chat_page(request: HttpRequest, session_id: int) -> HttpResponse:
     )
     context = {
         "chat": chat,
-        "sessions": sessions[:SIDEBAR_SIZE],
+        "sessions": _sidebar(request),
         "turns": turns,
         "examples": [] if turns else example_prompts(chat.organization_id),
         "chat_session_id": chat.pk,
@@ -68,7 +93,12 @@ def chat_page(request: HttpRequest, session_id: int) -> HttpResponse:
 def chat_rename(request: HttpRequest, session_id: int) -> HttpResponse:
     chat = _own_chat(request, session_id)
     services.rename_chat(chat, request.POST.get("title", ""))
-    return render(request, "chat/_sidebar_item.html", {"s": chat})
+    # The breadcrumb (and, through chat.js, the tab's title) follow the new name at once.
+    context = {"s": chat, "title": chat.title, "oob": True}
+    return HttpResponse(
+        render_to_string("chat/_sidebar_item.html", context, request)
+        + render_to_string("chat/_crumb_title.html", context, request)
+    )
 
 
 @login_required
