@@ -148,8 +148,8 @@ def test_the_session_list_costs_a_fixed_number_of_queries(
         audit_rows.llm_call(chat)
     client.force_login(auditor)
     # session, user, role, membership, organization; the page; its call counts; its LLM usage
-    # (per endpoint and model, one query)
-    with django_assert_max_num_queries(8):
+    # (per endpoint and model, one query); the offline banner's look for an organization endpoint
+    with django_assert_max_num_queries(9):
         page = client.get(reverse("audit-sessions"), {"limit": 200, "tool": "host_du_summary"})
     assert page.content.count(b'class="session-row"') == 2 * size
     with django_assert_max_num_queries(5):
@@ -178,8 +178,8 @@ def test_a_tree_costs_a_fixed_number_of_queries(
     client.force_login(auditor)
     # session, user, role, membership, organization, the root; sessions, calls, messages, LLM usage
     # (per session, endpoint and model: the totals per endpoint come from it); and the gate's
-    # proposals once its model is installed
-    with django_assert_max_num_queries(11):
+    # proposals once its model is installed; the offline banner's look for an organization endpoint
+    with django_assert_max_num_queries(12):
         page = client.get(reverse("audit-session", args=[chat.pk]))
     assert page.content.count(b'<strong class="persona">reviewer</strong>') == size
     # the reviewers' calls on the deployment's endpoint, and the workers' on up to three others
