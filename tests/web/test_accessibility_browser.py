@@ -26,7 +26,8 @@ DESKTOP = {"width": 1440, "height": 900}
 
 @pytest.fixture
 def ui(org_admin, offline_daphne_server, browser, monkeypatch):
-    """The browser (daphne without an LLM, so with the offline banner, as in the demo), with this test's own ORM calls allowed while Playwright's loop is up."""
+    """The browser, against a daphne without an LLM (so with the offline banner, as in the demo);
+    this test's own ORM calls are allowed while Playwright's loop is up."""
     from django.db import connections
 
     monkeypatch.setenv("ONGRID_AUTO_INVESTIGATE", "0")
@@ -36,7 +37,9 @@ def ui(org_admin, offline_daphne_server, browser, monkeypatch):
 
 
 def open_page(browser, base: str, *, log_in_first: bool = True, **options):
-    context = browser.new_context(**{"bypass_csp": True, "viewport": {"width": 1200, "height": 800}, **options})
+    # bypass_csp: the page's CSP (rightly) refuses the injected axe script
+    options = {"bypass_csp": True, "viewport": {"width": 1200, "height": 800}, **options}
+    context = browser.new_context(**options)
     page = context.new_page()
     page.set_default_timeout(WAIT_MS)
     if log_in_first:
