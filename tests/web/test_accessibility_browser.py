@@ -124,7 +124,9 @@ def test_on_a_phone_the_chat_fills_the_screen_and_the_audit_list_is_dense(
         context.close()
 
 
-def test_at_1440_by_900_send_is_fully_in_view(org, org_admin, offline_daphne_server, ui):
+def test_at_1440_by_900_send_is_fully_in_view_and_other_pages_have_one_heading(
+    org, org_admin, offline_daphne_server, ui
+):
     chat = a_chat_with_an_answer(org, org_admin)
     context, page = open_page(ui, offline_daphne_server, viewport=DESKTOP)
     try:
@@ -133,5 +135,8 @@ def test_at_1440_by_900_send_is_fully_in_view(org, org_admin, offline_daphne_ser
             box = page.locator("#send").bounding_box()
             assert box["y"] >= 0 and box["y"] + box["height"] <= DESKTOP["height"] - 4, (url, box)
             assert page.evaluate("document.documentElement.scrollHeight") <= DESKTOP["height"], url
+        for path in ("/", "/incidents/", "/reports/", "/preferences/"):
+            page.goto(offline_daphne_server + path)
+            assert page.locator("h1").count() == 1, path
     finally:
         context.close()
