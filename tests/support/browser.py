@@ -26,15 +26,27 @@ ARTIFACTS = ROOT / "test-artifacts"
 @pytest.fixture
 def daphne_server(fake_llm, tmp_path) -> str:
     """Base URL of a daphne running Ongrid against this test's database and the fake LLM."""
-    port = free_port()
-    env = child_env(
-        ONGRID_DATA_DIR=str(tmp_path),
+    yield from run_daphne(
+        tmp_path,
         ONGRID_LLM="openai",
         OPENAI_API_KEY="test-key",
         OPENAI_BASE_URL=fake_llm.base_url,
         ONGRID_MODEL="fake-model",
         ONGRID_LLM_MAX_RETRIES="0",
     )
+
+
+@pytest.fixture
+def offline_daphne_server(tmp_path) -> str:
+    """Base URL of a daphne with no LLM configured: every page carries the "Offline model" banner,
+    as in the embedded demo."""
+    yield from run_daphne(tmp_path, ONGRID_LLM="offline")
+
+
+def run_daphne(tmp_path: Path, **settings: str):
+    """Start daphne (embedded shape) with these settings, yield its base URL, stop it."""
+    port = free_port()
+    env = child_env(ONGRID_DATA_DIR=str(tmp_path), **settings)
     env.pop("REDIS_URL", None)  # the embedded shape: the turn runs inside this daphne
     log = (tmp_path / "daphne.log").open("wb")
     process = subprocess.Popen(
