@@ -197,9 +197,10 @@ def worker_main(name: str, status_path: str) -> None:
     from ongrid_site.celery import app
 
     def report() -> None:
-        host = turn_host()
-        loop = host.loop()
         while True:
+            # Looked up every time: the worker replaces its host when it starts (after a fork too).
+            host = turn_host()
+            loop = host.loop()
             with contextlib.suppress(RuntimeError):  # the loop's task set changed while counted
                 tasks = len(asyncio.all_tasks(loop))
                 Path(status_path).write_text(json.dumps({"running": host.running, "tasks": tasks}))
