@@ -3,6 +3,7 @@ timeline and the human actions (docs/investigations.md, "Pages"). Thin: access, 
 
 from __future__ import annotations
 
+from asgiref.sync import async_to_sync
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -15,7 +16,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from agents_app.api import ACKNOWLEDGE_INCIDENT, RESOLVE_INCIDENT, CallRefused, request_call, start_turn
 from chat_app import services as chats
-from incidents_app import investigations, runner
+from incidents_app import actions, investigations, runner
 from incidents_app.access import incident_or_404, may_act, visible_incidents
 from incidents_app.api import filter_incidents
 from incidents_app.context import incident_context
@@ -99,7 +100,7 @@ def incident_investigate(request: HttpRequest, incident_id: int) -> HttpResponse
 @require_POST
 def incident_transition(request: HttpRequest, incident_id: int, action: str) -> HttpResponse:
     """Acknowledge / Resolve: the agents' own write tool, sent through the review gate with one
-    click; the person follows the review and the outcome in the chat it opens."""
+    click; the person stays on the incident page, which shows the review and the outcome."""
     incident = _acting_incident(request, incident_id)
     note = request.POST.get("note", "").strip()[:400]
     verb = _("Acknowledge") if action == "acknowledge" else _("Resolve")
@@ -114,7 +115,7 @@ def incident_transition(request: HttpRequest, incident_id: int, action: str) -> 
     if problem:  # nothing for the reviewer to judge
         messages.error(request, problem)
         return redirect("incident-page", incident.pk)
-    return _send(request, incident, tool, {"incident_id": incident.pk, "reason": reason}, reason)
+    return _send(request, incident, tool, {"incident_id": incident.pk, "reason": reason}, reason, action)
 
 
 @login_required
@@ -129,18 +130,24 @@ def incident_send_action(request: HttpRequest, incident_id: int, index: int) -> 
     action = actions[index]
     proposed = action["proposed_write"]
     tool = str(proposed.get("tool", ""))
-    return _send(request, incident, tool, proposed.get("arguments"), action["action"])
+    return _send(request, incident, tool, proposed.get("arguments"), str(action["action"]), "change")
 
 
-def _send(request: HttpRequest, incident: Incident, tool: str, arguments, what: str) -> HttpResponse:
+def _send(
+    request: HttpRequest, incident: Incident, tool: str, arguments, what: str, verb: str
+) -> HttpResponse:
+    """Send the call in a hidden session (no chat opens) and come back to the incident page,
+    whose actions block follows it through the gate."""
     description = _("%(what)s (from incident #%(id)s)") % {"what": what, "id": incident.pk}
     title = _("Change for incident #%(id)s") % {"id": incident.pk}
     try:
-        chat = request_call(request.user, tool, arguments, description, title)
+        session = request_call(request.user, tool, arguments, description, title, hidden=True)
     except CallRefused as exc:
         messages.error(request, str(exc))
-        return _go(request, reverse("incident-page", args=[incident.pk]))
-    return _go(request, reverse("chat-page", args=[chat.pk]))
+    else:
+        actions.record(incident, request.user, verb, what, session)
+        async_to_sync(runner.publish)(incident.pk, {"kind": "action"})  # open pages start following it
+    return _go(request, reverse("incident-page", args=[incident.pk]))
 
 
 def _go(request: HttpRequest, url: str) -> HttpResponse:
