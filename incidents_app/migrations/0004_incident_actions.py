@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("chat_app", "0011_incident_actions"),
+        ("chat_app", "0011_action_session_kind"),
         ("incidents_app", "0003_plain_trigger_words"),
         ("ops_app", "0015_verbose_names"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
