@@ -144,10 +144,12 @@ def _send(
         session = request_call(request.user, tool, arguments, description, title, hidden=True)
     except CallRefused as exc:
         messages.error(request, str(exc))
-    else:
-        actions.record(incident, request.user, verb, what, session)
-        async_to_sync(runner.publish)(incident.pk, {"kind": "action"})  # open pages start following it
-    return _go(request, reverse("incident-page", args=[incident.pk]))
+        return _go(request, reverse("incident-page", args=[incident.pk]))
+    actions.record(incident, request.user, verb, what, session)
+    async_to_sync(runner.publish)(incident.pk, {"kind": "action"})  # open pages start following it
+    if request.htmx:  # the page's socket draws the pending change in place: nothing to reload
+        return HttpResponse(status=204)
+    return redirect("incident-page", incident.pk)
 
 
 def _go(request: HttpRequest, url: str) -> HttpResponse:
