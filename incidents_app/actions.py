@@ -33,6 +33,7 @@ class Progress:
     reason: str = ""
     verdict: str = ""
     at: dt.datetime | None = None
+    awaiting_person: bool = False  # dual sign: the reviewer approved, a person must sign here
 
     @property
     def open(self) -> bool:
@@ -73,7 +74,7 @@ def progress_of(action: IncidentAction) -> Progress:
     verdict = verdict_of(proposal)
     if proposal.decision == MutatingProposal.Decision.PENDING:
         if proposal.reviewer_decision:
-            return Progress(action, PENDING, _("waiting for a person to approve"))
+            return Progress(action, PENDING, _("waiting for a person to approve"), awaiting_person=True)
         return Progress(action, PENDING, _("waiting for the reviewer"))
     if proposal.decision == MutatingProposal.Decision.REJECT:
         reason = proposal.decision_reason
@@ -145,3 +146,29 @@ def timeline_entries(incident: Incident, changes: list[ChangeEvent]) -> tuple[li
                 ):
                     covered.add(change.pk)
     return entries, covered
+
+
+def awaiting_proposal(action: IncidentAction) -> MutatingProposal | None:
+    """The proposal of a pressed change that waits for a person's signature (dual sign), if any:
+    its card is on this page, since the gate's session is no chat of theirs."""
+    return (
+        MutatingProposal.objects.filter(
+            root_session_id=action.session_id, requires_human=True, decision=MutatingProposal.Decision.PENDING
+        )
+        .select_related("root_session")
+        .first()
+    )
+
+
+def credited(incident: Incident, change: ChangeEvent) -> str:
+    """Who a change to the incident is credited to: the person who pressed the button that made
+    it (the tool records the agent that ran it for them), else the change's own actor."""
+    _, covered = timeline_entries(incident, [change])
+    if change.pk in covered:
+        pressed = IncidentAction.objects.filter(
+            incident=incident, requested_by_id=change.actor_id, created_at__lte=change.occurred_at
+        ).select_related("requested_by")
+        action = pressed.order_by("-created_at").first()
+        if action is not None:
+            return action.requested_by.get_username()
+    return change.actor_name

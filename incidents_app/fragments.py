@@ -142,7 +142,7 @@ def incident_facts(incident: Incident, now=None) -> dict:
         duration = _("acknowledged, open for %(amount)s") % {"amount": amount}
     else:
         duration = _("firing for %(amount)s") % {"amount": amount}
-    acknowledged_by = (
+    acknowledgement = (
         ChangeEvent.objects.filter(
             organization_id=incident.organization_id,
             resource_type="incident",
@@ -150,9 +150,9 @@ def incident_facts(incident: Incident, now=None) -> dict:
             after__status=Incident.Status.ACKNOWLEDGED,
         )
         .order_by("occurred_at")
-        .values_list("actor_name", flat=True)
         .first()
     )
+    acknowledged_by = actions.credited(incident, acknowledgement) if acknowledgement else None
     teams = sorted({n.labels.get("team") for n in incident_nodes(incident) if n.labels.get("team")})
     changes = what_changed(incident, now)
     entries = [

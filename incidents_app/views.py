@@ -14,14 +14,23 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from agents_app.api import ACKNOWLEDGE_INCIDENT, RESOLVE_INCIDENT, CallRefused, request_call, start_turn
+from agents_app.api import (
+    ACKNOWLEDGE_INCIDENT,
+    RESOLVE_INCIDENT,
+    CallRefused,
+    ProposalClosed,
+    may_sign,
+    request_call,
+    sign,
+    start_turn,
+)
 from chat_app import services as chats
 from incidents_app import actions, investigations, runner
 from incidents_app.access import incident_or_404, may_act, visible_incidents
 from incidents_app.api import filter_incidents
 from incidents_app.context import incident_context
 from incidents_app.fragments import incident_facts, report_context, timeline_context, viewer_of
-from incidents_app.models import current_report
+from incidents_app.models import IncidentAction, current_report
 from ops_app.estate import incidents as incident_states
 from ops_app.models import Device, Incident, Severity, TopologyNode
 
@@ -148,6 +157,28 @@ def _send(
     actions.record(incident, request.user, verb, what, session)
     async_to_sync(runner.publish)(incident.pk, {"kind": "action"})  # open pages start following it
     if request.htmx:  # the page's socket draws the pending change in place: nothing to reload
+        return HttpResponse(status=204)
+    return redirect("incident-page", incident.pk)
+
+
+@login_required
+@require_POST
+def incident_sign_action(request: HttpRequest, incident_id: int, action_id: int) -> HttpResponse:
+    """Dual sign on the page: the person (or an org admin) approves or rejects a pressed change
+    that the reviewer approved and that waits for them."""
+    incident = _acting_incident(request, incident_id)
+    pressed = IncidentAction.objects.filter(incident=incident, pk=action_id).first()
+    proposal = actions.awaiting_proposal(pressed) if pressed is not None else None
+    if proposal is None:
+        raise Http404(_("This change is not waiting for a signature."))
+    if not may_sign(request.user, proposal):
+        raise PermissionDenied(_("Only the person who pressed it or an org admin may sign this change."))
+    try:
+        sign(proposal, request.user, request.POST.get("approve") == "1")
+    except ProposalClosed:
+        pass  # decided meanwhile (timeout, the other signer): the page shows how
+    async_to_sync(runner.publish)(incident.pk, {"kind": "action"})
+    if request.htmx:
         return HttpResponse(status=204)
     return redirect("incident-page", incident.pk)
 

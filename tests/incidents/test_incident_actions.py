@@ -23,6 +23,7 @@ from incidents_app.models import IncidentAction, Investigation, InvestigationPol
 from ops_app.models import ChangeEvent, Incident
 from ops_app.tenancy import roles
 from ops_app.tenancy.accounts import create_user
+from tests.support.gate import make_user_agent
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("inline_executor")]
 T0 = dt.datetime(2026, 5, 1, 10, 0, tzinfo=dt.UTC)
@@ -98,6 +99,7 @@ def test_acknowledge_and_resolve_pass_the_gate_and_are_recorded_on_the_timeline(
     assert AuditLog.objects.filter(session__parent_session__in=[acked, resolved], status="ok").count() == 2
     page = client.get(reverse("incident-page", args=[incident.pk])).content.decode()
     assert "acknowledged by alice · approved by the reviewer" in page
+    assert '<span class="acknowledged-by">acknowledged by alice</span>' in page  # the header too
     assert "resolved by alice · approved by the reviewer" in page
     assert "agent specialist-ops acknowledged" not in page  # the person is credited, not the agent
     assert page.count('data-state="done"') == 2
@@ -192,3 +194,24 @@ def test_an_auditor_cannot_send_and_another_organization_gets_404(client, org, i
     assert client.post(reverse("incident-resolve", args=[incident.pk])).status_code == 404
     incident.refresh_from_db()
     assert incident.status == "firing" and not ChatSession.objects.exists()
+
+
+def test_a_dual_sign_change_is_signed_on_the_incident_page(client, org, incident, member, offline):
+    """The gate's session is no chat of alice's, so the card she must sign is on the page."""
+    make_user_agent(org, "a-careful-ops", "dual-sign-required", ["acknowledge_incident"])
+    client.force_login(member)
+    chat = chat_of(client.post(reverse("incident-acknowledge", args=[incident.pk])))
+    pressed = IncidentAction.objects.get()
+    sign_url = reverse("incident-sign-action", args=[incident.pk, pressed.pk])
+    deadline = time.monotonic() + 30
+    while sign_url not in (page := client.get(reverse("incident-page", args=[incident.pk])).content.decode()):
+        assert time.monotonic() < deadline, "the page never asked for the signature"
+        time.sleep(0.05)
+    assert "waiting for a person to approve" in page
+    assert client.post(sign_url, {"approve": "1"}, HTTP_HX_REQUEST="true").status_code == 204
+    turn_done(chat)
+    incident.refresh_from_db()
+    assert incident.status == "acknowledged"
+    page = client.get(reverse("incident-page", args=[incident.pk])).content.decode()
+    assert "acknowledged by alice · approved by the reviewer and alice" in page
+    assert client.post(sign_url, {"approve": "1"}).status_code == 404  # nothing waits any more
