@@ -100,8 +100,10 @@ def incident_investigate(request: HttpRequest, incident_id: int) -> HttpResponse
         investigations.request(incident, request.user)
     except investigations.AlreadyInvestigating as exc:
         messages.info(request, str(exc))
-    else:
-        runner.start_queued(incident.organization_id)
+        return _go(request, reverse("incident-page", args=[incident.pk]))
+    runner.start_queued(incident.organization_id)
+    if request.htmx:  # the runner's progress redraws the page over its socket
+        return HttpResponse(status=204)
     return redirect("incident-page", incident.pk)
 
 
@@ -195,4 +197,4 @@ def incident_ask(request: HttpRequest, incident_id: int) -> HttpResponse:
     incident = incident_or_404(request.user, incident_id)
     chat = chats.start_chat(request.user, title=_("About incident #%(id)s") % {"id": incident.pk})
     start_turn(chat, incident_context(incident, request.POST.get("question", "")))
-    return redirect("chat-page", chat.pk)
+    return _go(request, reverse("chat-page", args=[chat.pk]))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import re
 import time
 
 import pytest
@@ -19,6 +20,7 @@ from audit_app.models import AuditLog
 from chat_app.models import ChatSession, SessionStatus
 from fakes.openai_server import text
 from incidents_app import investigations
+from incidents_app.fragments import live_fragments, viewer_of
 from incidents_app.models import IncidentAction, Investigation, InvestigationPolicy
 from ops_app.models import ChangeEvent, Incident
 from ops_app.tenancy import roles
@@ -215,3 +217,16 @@ def test_a_dual_sign_change_is_signed_on_the_incident_page(client, org, incident
     page = client.get(reverse("incident-page", args=[incident.pk])).content.decode()
     assert "acknowledged by alice · approved by the reviewer and alice" in page
     assert client.post(sign_url, {"approve": "1"}).status_code == 404  # nothing waits any more
+
+
+def test_the_buttons_redrawn_over_the_socket_still_post(client, incident, member, offline):
+    """A socket redraw has no request, so no CSRF field: each button must post through htmx,
+    which sends the page's token, or pressing it after a redraw would be refused."""
+    redrawn = live_fragments(incident.pk, viewer_of(member))
+    forms = re.findall(r"<form [^>]*>", redrawn.split('id="actions"', 1)[1])
+    assert len(forms) == 4 and all("hx-post=" in form for form in forms), forms
+    client.force_login(member)
+    investigate = client.post(reverse("incident-investigate", args=[incident.pk]), HTTP_HX_REQUEST="true")
+    assert investigate.status_code == 204 and Investigation.objects.filter(incident=incident).exists()
+    asked = client.post(reverse("incident-ask", args=[incident.pk]), HTTP_HX_REQUEST="true")
+    assert asked.headers["HX-Redirect"].startswith("/chat/")
