@@ -10,6 +10,7 @@ class SessionKind(models.TextChoices):
     USER = "user", _("User chat")
     WORK = "work", _("Worker task")
     INVESTIGATION = "investigation", _("Investigation")
+    ACTION = "action", _("One-click change")  # the gate's session for a page's button; not listed as a chat
 
 
 class SessionStatus(models.TextChoices):

@@ -15,6 +15,7 @@ from django.utils.translation import gettext as _
 
 from audit_app.models import AuditLog
 from audit_app.queries import can_audit
+from incidents_app import actions
 from incidents_app.access import may_act
 from incidents_app.changes import likely_cause, what_changed
 from incidents_app.models import current_report, newest_first
@@ -112,17 +113,21 @@ def evidence_with_charts(report: dict) -> list[dict]:
 def timeline_context(incident: Incident, steps: list) -> dict:
     """The incident's story in time order: its alerts, its change events (acknowledged, resolved,
     by whom) and the latest investigation's tool calls; and its past investigations."""
-    changes = ChangeEvent.objects.filter(
-        organization_id=incident.organization_id, resource_type="incident", resource_id=str(incident.pk)
-    ).order_by("occurred_at")
+    changes = list(
+        ChangeEvent.objects.filter(
+            organization_id=incident.organization_id, resource_type="incident", resource_id=str(incident.pk)
+        ).order_by("occurred_at")
+    )
+    pressed, covered = actions.timeline_entries(incident, changes)
     timeline = sorted(
         [(a.starts_at, f"alert {a.name} {a.status}") for a in incident.alerts.all()]
-        + [(c.occurred_at, c.summary) for c in changes]
+        + [(c.occurred_at, c.summary) for c in changes if c.pk not in covered]
+        + pressed
         + [(s.started_at, f"investigation step: {s.tool} ({s.status})") for s in steps],
         key=lambda pair: pair[0],
     )
     history = newest_first(incident).select_related("requested_by")[:10]
-    return {"timeline": timeline, "history": history}
+    return {"timeline": timeline, "history": history, "actions": actions.recent_progress(incident)}
 
 
 def incident_facts(incident: Incident, now=None) -> dict:
@@ -137,7 +142,7 @@ def incident_facts(incident: Incident, now=None) -> dict:
         duration = _("acknowledged, open for %(amount)s") % {"amount": amount}
     else:
         duration = _("firing for %(amount)s") % {"amount": amount}
-    acknowledged_by = (
+    acknowledgement = (
         ChangeEvent.objects.filter(
             organization_id=incident.organization_id,
             resource_type="incident",
@@ -145,9 +150,9 @@ def incident_facts(incident: Incident, now=None) -> dict:
             after__status=Incident.Status.ACKNOWLEDGED,
         )
         .order_by("occurred_at")
-        .values_list("actor_name", flat=True)
         .first()
     )
+    acknowledged_by = actions.credited(incident, acknowledgement) if acknowledgement else None
     teams = sorted({n.labels.get("team") for n in incident_nodes(incident) if n.labels.get("team")})
     changes = what_changed(incident, now)
     entries = [
@@ -189,10 +194,11 @@ def change_link(organization_id: int, change) -> str:
 
 def live_fragments(incident_id: int, viewer: Viewer) -> str:
     """What the page's socket redraws on each progress event, as out-of-band swaps: the
-    investigation block (`#investigation`), the timeline and the past investigations."""
+    investigation block (`#investigation`), the timeline and the past investigations, and the
+    pressed changes with the buttons (`#actions`), since an approved one changes the status."""
     incident = Incident.objects.get(pk=incident_id)
     context = {**report_context(incident, viewer), "oob": True}
     context.update(timeline_context(incident, context["steps"]))
-    return render_to_string("incidents/_report.html", context) + render_to_string(
-        "incidents/_timeline.html", context
+    return "".join(
+        render_to_string(f"incidents/{name}.html", context) for name in ("_report", "_timeline", "_actions")
     )

@@ -194,3 +194,28 @@ def current_report(incident: Incident) -> Investigation | None:
     notice above it (docs/incidents.md, "The report stays")."""
     done = newest_first(incident).filter(status=Investigation.Status.DONE)[:50]
     return next((investigation for investigation in done if investigation.report), None)
+
+
+class IncidentAction(TenantModel):
+    """A change a person pressed on the incident page (Acknowledge, Resolve, a report's proposed
+    change): the page shows its progress through the review gate and the timeline credits the
+    person, while the gate's own session (kind `action`) stays out of their chats
+    (docs/incidents.md, "Actions")."""
+
+    incident = models.ForeignKey(
+        Incident, verbose_name=_("incident"), on_delete=models.CASCADE, related_name="actions"
+    )
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, verbose_name=_("requested by"), on_delete=models.CASCADE, related_name="+"
+    )
+    verb = models.CharField(verbose_name=_("verb"), max_length=20)  # acknowledge | resolve | change
+    label = models.CharField(verbose_name=_("label"), max_length=500)
+    session = models.ForeignKey(
+        "chat_app.ChatSession", verbose_name=_("session"), on_delete=models.CASCADE, related_name="+"
+    )
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("incident action")
+        verbose_name_plural = _("incident actions")
+        ordering = ["created_at", "id"]

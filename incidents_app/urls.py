@@ -29,6 +29,11 @@ urlpatterns = [
         views.incident_send_action,
         name="incident-send-action",
     ),
+    path(
+        "incidents/<int:incident_id>/pressed/<int:action_id>/sign/",
+        views.incident_sign_action,
+        name="incident-sign-action",
+    ),
     path("incidents/<int:incident_id>/ask/", views.incident_ask, name="incident-ask"),
     path("devices/<int:device_id>/", views.device_page, name="device-page"),
 ]

@@ -3,6 +3,7 @@ timeline and the human actions (docs/investigations.md, "Pages"). Thin: access, 
 
 from __future__ import annotations
 
+from asgiref.sync import async_to_sync
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -13,14 +14,23 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from agents_app.api import ACKNOWLEDGE_INCIDENT, RESOLVE_INCIDENT, CallRefused, request_call, start_turn
+from agents_app.api import (
+    ACKNOWLEDGE_INCIDENT,
+    RESOLVE_INCIDENT,
+    CallRefused,
+    ProposalClosed,
+    may_sign,
+    request_call,
+    sign,
+    start_turn,
+)
 from chat_app import services as chats
-from incidents_app import investigations, runner
+from incidents_app import actions, investigations, runner
 from incidents_app.access import incident_or_404, may_act, visible_incidents
 from incidents_app.api import filter_incidents
 from incidents_app.context import incident_context
 from incidents_app.fragments import incident_facts, report_context, timeline_context, viewer_of
-from incidents_app.models import current_report
+from incidents_app.models import IncidentAction, current_report
 from ops_app.estate import incidents as incident_states
 from ops_app.models import Device, Incident, Severity, TopologyNode
 
@@ -90,8 +100,10 @@ def incident_investigate(request: HttpRequest, incident_id: int) -> HttpResponse
         investigations.request(incident, request.user)
     except investigations.AlreadyInvestigating as exc:
         messages.info(request, str(exc))
-    else:
-        runner.start_queued(incident.organization_id)
+        return _go(request, reverse("incident-page", args=[incident.pk]))
+    runner.start_queued(incident.organization_id)
+    if request.htmx:  # the runner's progress redraws the page over its socket
+        return HttpResponse(status=204)
     return redirect("incident-page", incident.pk)
 
 
@@ -99,7 +111,7 @@ def incident_investigate(request: HttpRequest, incident_id: int) -> HttpResponse
 @require_POST
 def incident_transition(request: HttpRequest, incident_id: int, action: str) -> HttpResponse:
     """Acknowledge / Resolve: the agents' own write tool, sent through the review gate with one
-    click; the person follows the review and the outcome in the chat it opens."""
+    click; the person stays on the incident page, which shows the review and the outcome."""
     incident = _acting_incident(request, incident_id)
     note = request.POST.get("note", "").strip()[:400]
     verb = _("Acknowledge") if action == "acknowledge" else _("Resolve")
@@ -114,7 +126,7 @@ def incident_transition(request: HttpRequest, incident_id: int, action: str) -> 
     if problem:  # nothing for the reviewer to judge
         messages.error(request, problem)
         return redirect("incident-page", incident.pk)
-    return _send(request, incident, tool, {"incident_id": incident.pk, "reason": reason}, reason)
+    return _send(request, incident, tool, {"incident_id": incident.pk, "reason": reason}, reason, action)
 
 
 @login_required
@@ -129,18 +141,48 @@ def incident_send_action(request: HttpRequest, incident_id: int, index: int) -> 
     action = actions[index]
     proposed = action["proposed_write"]
     tool = str(proposed.get("tool", ""))
-    return _send(request, incident, tool, proposed.get("arguments"), action["action"])
+    return _send(request, incident, tool, proposed.get("arguments"), str(action["action"]), "change")
 
 
-def _send(request: HttpRequest, incident: Incident, tool: str, arguments, what: str) -> HttpResponse:
+def _send(
+    request: HttpRequest, incident: Incident, tool: str, arguments, what: str, verb: str
+) -> HttpResponse:
+    """Send the call in a hidden session (no chat opens) and come back to the incident page,
+    whose actions block follows it through the gate."""
     description = _("%(what)s (from incident #%(id)s)") % {"what": what, "id": incident.pk}
     title = _("Change for incident #%(id)s") % {"id": incident.pk}
     try:
-        chat = request_call(request.user, tool, arguments, description, title)
+        session = request_call(request.user, tool, arguments, description, title, hidden=True)
     except CallRefused as exc:
         messages.error(request, str(exc))
         return _go(request, reverse("incident-page", args=[incident.pk]))
-    return _go(request, reverse("chat-page", args=[chat.pk]))
+    actions.record(incident, request.user, verb, what, session)
+    async_to_sync(runner.publish)(incident.pk, {"kind": "action"})  # open pages start following it
+    if request.htmx:  # the page's socket draws the pending change in place: nothing to reload
+        return HttpResponse(status=204)
+    return redirect("incident-page", incident.pk)
+
+
+@login_required
+@require_POST
+def incident_sign_action(request: HttpRequest, incident_id: int, action_id: int) -> HttpResponse:
+    """Dual sign on the page: the person (or an org admin) approves or rejects a pressed change
+    that the reviewer approved and that waits for them."""
+    incident = _acting_incident(request, incident_id)
+    pressed = IncidentAction.objects.filter(incident=incident, pk=action_id).first()
+    proposal = actions.awaiting_proposal(pressed) if pressed is not None else None
+    if proposal is None:
+        raise Http404(_("This change is not waiting for a signature."))
+    if not may_sign(request.user, proposal):
+        raise PermissionDenied(_("Only the person who pressed it or an org admin may sign this change."))
+    try:
+        sign(proposal, request.user, request.POST.get("approve") == "1")
+    except ProposalClosed:
+        pass  # decided meanwhile (timeout, the other signer): the page shows how
+    async_to_sync(runner.publish)(incident.pk, {"kind": "action"})
+    if request.htmx:
+        return HttpResponse(status=204)
+    return redirect("incident-page", incident.pk)
 
 
 def _go(request: HttpRequest, url: str) -> HttpResponse:
@@ -155,4 +197,4 @@ def incident_ask(request: HttpRequest, incident_id: int) -> HttpResponse:
     incident = incident_or_404(request.user, incident_id)
     chat = chats.start_chat(request.user, title=_("About incident #%(id)s") % {"id": incident.pk})
     start_turn(chat, incident_context(incident, request.POST.get("question", "")))
-    return redirect("chat-page", chat.pk)
+    return _go(request, reverse("chat-page", args=[chat.pk]))

@@ -19,7 +19,7 @@ from agents_app.runtime import turns
 from agents_app.tools.binding import organization_tools
 from agents_app.tools.toolbag import build_toolbag
 from chat_app import services
-from chat_app.models import ChatSession
+from chat_app.models import ChatSession, SessionKind
 from ops_app.tenancy.scoping import organization_of
 
 CHANGING_CLASSES = ("write", "destructive")
@@ -47,8 +47,13 @@ def persona_for(organization_id: int, tool_name: str) -> str:
     raise CallRefused(_("No agent of your organization may run %(tool)s.") % {"tool": tool_name})
 
 
-def request_call(user, tool_name: str, arguments: dict, description: str, title: str) -> ChatSession:
-    """Open a chat for `user` whose turn runs `tool_name(arguments)` through the review gate."""
+def request_call(
+    user, tool_name: str, arguments: dict, description: str, title: str, *, hidden: bool = False
+) -> ChatSession:
+    """Open a chat for `user` whose turn runs `tool_name(arguments)` through the review gate.
+
+    `hidden`: the session is of kind `action`, kept for the gate and the audit but not listed among
+    the person's chats, because the page that pressed the button shows the progress itself."""
     if not isinstance(arguments, dict):
         raise CallRefused(_("The proposed arguments are not an object."))
     organization = organization_of(user)
@@ -56,6 +61,9 @@ def request_call(user, tool_name: str, arguments: dict, description: str, title:
         raise CallRefused(_("You belong to no organization."))
     persona = persona_for(organization.pk, tool_name)  # before the chat, so a refusal leaves none
     chat = services.start_chat(user, title=title[:200])
+    if hidden:
+        chat.kind = SessionKind.ACTION
+        chat.save(update_fields=["kind"])
     RequestedCall.objects.create(
         organization_id=chat.organization_id,
         session=chat,

@@ -1,12 +1,14 @@
 """The incident page's changes go through the review gate with one click: Acknowledge / Resolve
 send the agents' own `acknowledge_incident` / `resolve_incident`, and a report's proposed next
-action is sent exactly as the investigator wrote it. The chat it opens shows the review and the
-outcome; the change record names the agent that ran it for the person who clicked."""
+action is sent exactly as the investigator wrote it. The person stays on the incident page, which
+shows the progress and the outcome (with the reason when refused); no chat opens or joins their
+list, and the timeline credits the person and names the gate's verdict."""
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import re
 import time
 
 import pytest
@@ -18,10 +20,12 @@ from audit_app.models import AuditLog
 from chat_app.models import ChatSession, SessionStatus
 from fakes.openai_server import text
 from incidents_app import investigations
-from incidents_app.models import Investigation, InvestigationPolicy
+from incidents_app.fragments import live_fragments, viewer_of
+from incidents_app.models import IncidentAction, Investigation, InvestigationPolicy
 from ops_app.models import ChangeEvent, Incident
 from ops_app.tenancy import roles
 from ops_app.tenancy.accounts import create_user
+from tests.support.gate import make_user_agent
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("inline_executor")]
 T0 = dt.datetime(2026, 5, 1, 10, 0, tzinfo=dt.UTC)
@@ -38,8 +42,14 @@ def incident(org):
 
 
 def chat_of(response) -> ChatSession:
-    assert response.status_code == 302 and response.url.startswith("/chat/"), response
-    return ChatSession.objects.get(pk=int(response.url.strip("/").split("/")[-1]))
+    """The gate's hidden session behind the newest pressed change; the press came back to the page."""
+    assert response.status_code == 302 and response.url.startswith("/incidents/"), response
+    return IncidentAction.objects.order_by("-pk").first().session
+
+
+def sidebar(client) -> list[str]:
+    """The titles of the chats the person's sidebar and chat list show."""
+    return [s["title"] for s in client.get("/api/sessions/").json()["results"]]
 
 
 def turn_done(chat: ChatSession, seconds: float = 30.0) -> ChatSession:
@@ -85,11 +95,16 @@ def test_acknowledge_and_resolve_pass_the_gate_and_are_recorded_on_the_timeline(
     ]
     assert last_answer(acked.pk).content.startswith("Done: `acknowledge_incident` ran.")
     assert resolved.user_id == member.pk and resolved.status == SessionStatus.IDLE
+    assert sidebar(client) == []  # the gate's sessions are not chats of alice
+    assert client.get("/chat/").url == "/chat/new/"
+    assert {c.kind for c in (acked, resolved)} == {"action"}  # but they exist, in the audit
+    assert AuditLog.objects.filter(session__parent_session__in=[acked, resolved], status="ok").count() == 2
     page = client.get(reverse("incident-page", args=[incident.pk])).content.decode()
-    assert (
-        "agent specialist-ops acknowledged incident Checkout 5xx: "
-        "on it (Acknowledge pressed on the incident page by alice)"
-    ) in page
+    assert "acknowledged by alice · approved by the reviewer" in page
+    assert '<span class="acknowledged-by">acknowledged by alice</span>' in page  # the header too
+    assert "resolved by alice · approved by the reviewer" in page
+    assert "agent specialist-ops acknowledged" not in page  # the person is credited, not the agent
+    assert page.count('data-state="done"') == 2
     assert f'action="/incidents/{incident.pk}/resolve/"' not in page  # no Resolve once resolved
 
 
@@ -133,8 +148,10 @@ def test_a_reports_proposed_change_is_sent_as_written_and_the_reviewer_decides(
     (worker,) = tree["children"]
     assert worker["persona"] == "specialist-ops" and worker["status"] == "failed"
     assert [p["decision"] for p in worker["proposals"]] == ["reject"]
-    chat_page = client.get(reverse("chat-page", args=[chat.pk])).content.decode()
-    assert "Not done" in chat_page and "still being worked on" in chat_page
+    page = client.get(reverse("incident-page", args=[incident.pk])).content.decode()
+    assert 'data-state="rejected"' in page and "still being worked on" in page  # the reason, on the page
+    assert "Acknowledge it by alice · rejected" in page  # and on the timeline
+    assert sidebar(client) == []
 
 
 def test_the_offline_reviewer_refuses_a_change_to_a_system(client, org, incident, member, offline):
@@ -146,6 +163,8 @@ def test_the_offline_reviewer_refuses_a_change_to_a_system(client, org, incident
     proposal = MutatingProposal.objects.get()
     assert proposal.decision == "reject" and "set OPENAI_API_KEY" in proposal.decision_reason
     assert last_answer(chat.pk).content.startswith("Not done: `host_restart_service` did not run.")
+    page = client.get(reverse("incident-page", args=[incident.pk])).content.decode()
+    assert 'data-state="rejected"' in page and "set OPENAI_API_KEY" in page
 
 
 def test_what_cannot_be_sent_is_refused_before_any_chat_opens(client, org, incident, member, offline):
@@ -177,3 +196,37 @@ def test_an_auditor_cannot_send_and_another_organization_gets_404(client, org, i
     assert client.post(reverse("incident-resolve", args=[incident.pk])).status_code == 404
     incident.refresh_from_db()
     assert incident.status == "firing" and not ChatSession.objects.exists()
+
+
+def test_a_dual_sign_change_is_signed_on_the_incident_page(client, org, incident, member, offline):
+    """The gate's session is no chat of alice's, so the card she must sign is on the page."""
+    make_user_agent(org, "a-careful-ops", "dual-sign-required", ["acknowledge_incident"])
+    client.force_login(member)
+    chat = chat_of(client.post(reverse("incident-acknowledge", args=[incident.pk])))
+    pressed = IncidentAction.objects.get()
+    sign_url = reverse("incident-sign-action", args=[incident.pk, pressed.pk])
+    deadline = time.monotonic() + 30
+    while sign_url not in (page := client.get(reverse("incident-page", args=[incident.pk])).content.decode()):
+        assert time.monotonic() < deadline, "the page never asked for the signature"
+        time.sleep(0.05)
+    assert "waiting for a person to approve" in page
+    assert client.post(sign_url, {"approve": "1"}, HTTP_HX_REQUEST="true").status_code == 204
+    turn_done(chat)
+    incident.refresh_from_db()
+    assert incident.status == "acknowledged"
+    page = client.get(reverse("incident-page", args=[incident.pk])).content.decode()
+    assert "acknowledged by alice · approved by the reviewer and alice" in page
+    assert client.post(sign_url, {"approve": "1"}).status_code == 404  # nothing waits any more
+
+
+def test_the_buttons_redrawn_over_the_socket_still_post(client, incident, member, offline):
+    """A socket redraw has no request, so no CSRF field: each button must post through htmx,
+    which sends the page's token, or pressing it after a redraw would be refused."""
+    redrawn = live_fragments(incident.pk, viewer_of(member))
+    forms = re.findall(r"<form [^>]*>", redrawn.split('id="actions"', 1)[1])
+    assert len(forms) == 4 and all("hx-post=" in form for form in forms), forms
+    client.force_login(member)
+    investigate = client.post(reverse("incident-investigate", args=[incident.pk]), HTTP_HX_REQUEST="true")
+    assert investigate.status_code == 204 and Investigation.objects.filter(incident=incident).exists()
+    asked = client.post(reverse("incident-ask", args=[incident.pk]), HTTP_HX_REQUEST="true")
+    assert asked.headers["HX-Redirect"].startswith("/chat/")

@@ -18,7 +18,7 @@ from rest_framework.response import Response
 
 from agents_app.api import TurnsBusy, get_runtime, last_answer, start_turn, wait_for_turn, waiting_slot
 from chat_app import services
-from chat_app.models import MAX_MESSAGE_CHARS, ChatMessage, ChatSession
+from chat_app.models import MAX_MESSAGE_CHARS, ChatMessage, ChatSession, SessionKind
 from ops_app.core.async_db import pool_exhausted
 from web_app.tree import build_tree
 
@@ -67,9 +67,10 @@ class ChatSessionViewSet(
     serializer_class = SessionSerializer
 
     def get_queryset(self):
-        return ChatSession.objects.filter(user=self.request.user, parent_session__isnull=True).order_by(
-            "-created_at"
-        )
+        mine = ChatSession.objects.filter(user=self.request.user, parent_session__isnull=True)
+        if self.action == "list":  # a one-click change's session is no chat of theirs, yet still theirs
+            mine = mine.exclude(kind=SessionKind.ACTION)
+        return mine.order_by("-created_at")
 
     def get_serializer_class(self):
         return SessionDetailSerializer if self.action == "retrieve" else SessionSerializer

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from agents_app.api import get_runtime
 from audit_app.queries import can_audit
 from chat_app import services
-from chat_app.models import ChatSession
+from chat_app.models import ChatSession, SessionKind
 from ops_app.tenancy.scoping import organization_of
 from web_app.chat.examples import example_prompts
 from web_app.chat.transcript import build_turns
@@ -24,7 +24,9 @@ SIDEBAR_SIZE = 50
 
 
 def _own_chats(request: HttpRequest):
-    return ChatSession.objects.filter(user=request.user, parent_session__isnull=True)
+    return ChatSession.objects.filter(user=request.user, parent_session__isnull=True).exclude(
+        kind=SessionKind.ACTION
+    )
 
 
 def _own_chat(request: HttpRequest, session_id: int) -> ChatSession:
