@@ -91,6 +91,15 @@ def test_stop_buttons_flag_the_turn_and_a_worker(client, member, chat):
     assert ChatSession.objects.get(pk=chat.pk).stop_requested_at is not None
 
 
+def test_an_investigation_the_person_started_is_not_listed_among_their_chats(client, member, org):
+    chat = services.start_chat(member, title="disk on web-01")
+    services.start_investigation(org.pk, member, title="Investigation of incident #7")
+    client.force_login(member)
+    page = client.get(f"/chat/{chat.pk}/").content.decode()
+    assert "disk on web-01" in page
+    assert "Investigation of incident #7" not in page
+
+
 def test_sidebar_lists_only_own_chats_newest_first_in_constant_queries(
     client, member, django_assert_max_num_queries
 ):

@@ -35,7 +35,9 @@ def _own_chat(request: HttpRequest, session_id: int) -> ChatSession:
 
 def _sidebar(request: HttpRequest):
     # By last activity (a turn started or ended), newest first; dated in the sidebar.
-    sessions = _own_chats(request).order_by("-updated_at", "-pk").only("pk", "title", "updated_at")
+    # Chats only: an investigation the person started lives on its incident's page, not here.
+    chats = _own_chats(request).filter(kind=SessionKind.USER)
+    sessions = chats.order_by("-updated_at", "-pk").only("pk", "title", "updated_at")
     return sessions[:SIDEBAR_SIZE]
 
 
