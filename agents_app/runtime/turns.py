@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 # Without a push (a turn ended by the reaper, or an event lost by the layer) the row is looked at
 # this often while waiting; each look borrows a connection for one query.
 RECHECK_SECONDS = 5.0
+CLOSE_SECONDS = 5.0  # the longest a finished wait spends leaving the channel layer
 RETRY_AFTER_SECONDS = 5
 
 
@@ -152,11 +153,13 @@ async def _close_listener(listener: asyncio.Task, layer, group: str, channel: st
     if listener.done() and not listener.cancelled() and listener.exception() is not None:
         log.warning("waiting for a turn without the channel layer: %r", listener.exception())
     listener.cancel()
-    await asyncio.wait([listener])  # whatever a cancelled read ends with, it is not ours to raise
-    if not listener.cancelled():
+    # Whatever a cancelled read ends with, it is not ours to raise; bounded, so a layer that does
+    # not answer a cancelled read (Redis gone mid-read) never keeps the waiting request.
+    await asyncio.wait([listener], timeout=CLOSE_SECONDS)
+    if listener.done() and not listener.cancelled():
         listener.exception()  # retrieved: no "exception was never retrieved" at exit
     try:
-        await layer.group_discard(group, channel)
+        await asyncio.wait_for(layer.group_discard(group, channel), CLOSE_SECONDS)
     except Exception:  # noqa: BLE001 - the group entry expires on its own
         log.warning("could not leave %s", group, exc_info=True)
 
