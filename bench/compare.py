@@ -65,10 +65,12 @@ def flush_redis(url: str) -> None:
 
 
 class Process:
-    """A child process whose output goes to a log file; `ready` waits for a line in it."""
+    """A child process in its own process group whose output goes to a log file (in `logs`, the
+    run's log folder by default); `ready` waits for a line in it. bench/soak.py uses it too."""
 
-    def __init__(self, name: str, argv: list[str], env: dict[str, str]) -> None:
-        self.log = LOGS / f"{name}.log"
+    def __init__(self, name: str, argv: list[str], env: dict[str, str], logs: Path = LOGS) -> None:
+        self.name = name
+        self.log = logs / f"{name}.log"
         self.handle = subprocess.Popen(
             argv,
             cwd=ROOT,
@@ -78,10 +80,15 @@ class Process:
             start_new_session=True,
         )
 
-    def ready(self, marker: str, timeout: float = 60.0) -> str:
+    @property
+    def pid(self) -> int:
+        return self.handle.pid
+
+    def ready(self, marker: str, timeout: float = 90.0) -> str:
+        """The first log line containing `marker` (the process says it is up)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            for line in self.log.read_text().splitlines():
+            for line in self.log.read_text(errors="replace").splitlines():
                 if marker in line:
                     return line
             if self.handle.poll() is not None:
@@ -93,7 +100,7 @@ class Process:
         if self.handle.poll() is None:
             os.killpg(self.handle.pid, signal.SIGTERM)
             try:
-                self.handle.wait(10)
+                self.handle.wait(15)
             except subprocess.TimeoutExpired:
                 os.killpg(self.handle.pid, signal.SIGKILL)
                 self.handle.wait()

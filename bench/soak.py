@@ -28,7 +28,6 @@ import asyncio
 import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -41,53 +40,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.compare import Process  # noqa: E402  (the benchmarks' one child-process wrapper)
+
 PYTHON = sys.executable
 WEB, WORKER = "ongrid-soak-web", "ongrid-soak-worker"  # application_name of each role's connections
 DEFAULT_POOL = 20  # ONGRID_DB_POOL_SIZE's default (ongrid_site/config.py)
 
 
 # ---- the processes ----------------------------------------------------------------------------
-
-
-class Process:
-    """A child process in its own process group, its output in a log file."""
-
-    def __init__(self, name: str, argv: list[str], env: dict[str, str], logs: Path) -> None:
-        self.name = name
-        self.log = logs / f"{name}.log"
-        self.handle = subprocess.Popen(
-            argv,
-            cwd=ROOT,
-            env=env,
-            stdout=self.log.open("w"),
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-    @property
-    def pid(self) -> int:
-        return self.handle.pid
-
-    def ready(self, marker: str, timeout: float = 90.0) -> str:
-        """The first log line containing `marker` (the process says it is up)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for line in self.log.read_text(errors="replace").splitlines():
-                if marker in line:
-                    return line
-            if self.handle.poll() is not None:
-                break
-            time.sleep(0.1)
-        raise RuntimeError(f"{self.log} never said {marker!r}:\n{self.log.read_text()[-2000:]}")
-
-    def stop(self) -> None:
-        if self.handle.poll() is None:
-            os.killpg(self.handle.pid, signal.SIGTERM)
-            try:
-                self.handle.wait(15)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.handle.pid, signal.SIGKILL)
-                self.handle.wait()
 
 
 @dataclass
