@@ -639,16 +639,28 @@ def _one_call_messages(call_id: str, tool: str, arguments: str, result: str) -> 
 
 
 _DETACHED: set[asyncio.Task] = set()
+DETACH_RECANCEL_SECONDS = 1.0
 
 
 def _detach(task: asyncio.Task) -> None:
     """Cancel `task` without waiting for it to unwind. The stop listener's channels_redis
     `receive` may be the process's one reader in a shielded BRPOP, which ends only at its 5 s
     timeout: awaiting it held the end of a turn that long (bench/README.md, the scale-out tail).
-    The task is kept referenced until it is done, so it is not collected mid-cleanup."""
-    task.cancel()
+    The task is kept referenced until it is done, so it is not collected mid-cleanup.
+
+    A cancellation can be swallowed on the way (one that lands as channels_redis' read completes
+    is lost on Python 3.11), leaving the listener reading for ever: the soak saw one such task per
+    worker. So the task is cancelled again every DETACH_RECANCEL_SECONDS until it has ended."""
     _DETACHED.add(task)
     task.add_done_callback(_DETACHED.discard)
+    loop = task.get_loop()
+
+    def cancel() -> None:
+        if not task.done():
+            task.cancel()
+            loop.call_later(DETACH_RECANCEL_SECONDS, cancel)
+
+    cancel()
 
 
 async def _end_task(task: asyncio.Task) -> None:
