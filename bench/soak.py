@@ -337,9 +337,8 @@ async def _drive(base_url: str, token: str, report: Report, progress: list[int])
         await asyncio.gather(*(_client(http, queue, report, progress) for _ in range(report.clients)))
 
 
-def _settled(stack: Stack, timeout: float = 90.0) -> tuple[int, int]:
-    """(turns, tasks) the worker hosts carry once they had `timeout` seconds to wind down (it
-    returns as soon as both are 0; a loaded machine needs longer for the last stop listeners)."""
+def _settled(stack: Stack, timeout: float = 30.0) -> tuple[int, int]:
+    """(turns, tasks) the worker hosts carry once they had `timeout` seconds to wind down."""
     deadline = time.monotonic() + timeout
     while True:
         statuses = [stack.status_of(w) for w in stack.workers]
