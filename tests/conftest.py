@@ -1,11 +1,13 @@
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 import pytest
 from channels.layers import channel_layers
 from django.utils import translation
 
+from agents_app.runtime.executors import settle_background
 from ops_app.core.egress import AllowList
 from ops_app.models import Organization
 from ops_app.tenancy import roles
@@ -115,3 +117,17 @@ def fresh_api_throttles(monkeypatch):
     from rest_framework.throttling import SimpleRateThrottle
 
     monkeypatch.setattr(SimpleRateThrottle, "cache", LocMemCache(f"throttle-{uuid.uuid4().hex}", {}))
+
+
+# How long a test's background turns and investigations get to end before its teardown cancels them.
+SETTLE_SECONDS = 30.0
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_teardown(item) -> None:
+    """Before any fixture is torn down (the database flushed or dropped): a test that started a
+    turn or an investigation and did not wait for it would otherwise leave it writing into the next
+    test's tables, or holding a row lock the flush waits on for ever (a hung CI run)."""
+    cancelled = settle_background(SETTLE_SECONDS)
+    if cancelled:
+        warnings.warn(f"{item.nodeid} left {cancelled} background task(s) running; cancelled", stacklevel=1)

@@ -29,6 +29,8 @@ log = logging.getLogger(__name__)
 
 # The error a turn ends with when the task queue (Redis) cannot take it.
 UNQUEUED = "The turn could not be queued: the task queue is unreachable. Send the message again."
+# How long cancelled background work gets to unwind (its ORM call in a thread cannot be interrupted).
+SETTLE_CANCEL_SECONDS = 10.0
 
 _main_loop: asyncio.AbstractEventLoop | None = None
 _background: asyncio.AbstractEventLoop | None = None
@@ -96,6 +98,33 @@ async def _tracked(coro: Coroutine[Any, Any, Any]) -> Any:
     if task is not None:
         _keep(task)
     return await coro
+
+
+def settle_background(seconds: float) -> int:
+    """Wait up to `seconds` for the work this process started in the background (turns,
+    investigations) on its server or private loop, then cancel what is left; returns how many were
+    cancelled. Whoever is about to empty or drop the database (a test's teardown) must not leave a
+    turn writing into it: a turn still holding a row lock would block the next TRUNCATE for good."""
+    cancelled = 0
+    for loop in {_background, _main_loop}:
+        if loop is None or loop.is_closed() or not loop.is_running() or loop is _running_loop():
+            continue
+        settling = asyncio.run_coroutine_threadsafe(_settle(seconds), loop)
+        cancelled += settling.result(timeout=seconds + SETTLE_CANCEL_SECONDS + 5)
+    return cancelled
+
+
+async def _settle(seconds: float) -> int:
+    here = asyncio.get_running_loop()
+    mine = [task for task in list(_tasks) if task.get_loop() is here and task is not asyncio.current_task()]
+    if not mine:
+        return 0
+    _done, pending = await asyncio.wait(mine, timeout=seconds)
+    for task in pending:
+        task.cancel()
+    if pending:
+        await asyncio.wait(pending, timeout=SETTLE_CANCEL_SECONDS)
+    return len(pending)
 
 
 def executor_name() -> str:

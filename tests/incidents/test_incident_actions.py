@@ -26,6 +26,7 @@ from ops_app.models import ChangeEvent, Incident
 from ops_app.tenancy import roles
 from ops_app.tenancy.accounts import create_user
 from tests.support.gate import make_user_agent
+from tests.support.investigations import wait_finished
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("inline_executor")]
 T0 = dt.datetime(2026, 5, 1, 10, 0, tzinfo=dt.UTC)
@@ -227,6 +228,7 @@ def test_the_buttons_redrawn_over_the_socket_still_post(client, incident, member
     assert len(forms) == 4 and all("hx-post=" in form for form in forms), forms
     client.force_login(member)
     investigate = client.post(reverse("incident-investigate", args=[incident.pk]), HTTP_HX_REQUEST="true")
-    assert investigate.status_code == 204 and Investigation.objects.filter(incident=incident).exists()
+    assert investigate.status_code == 204
+    wait_finished(Investigation.objects.get(incident=incident).pk)  # not left running into teardown
     asked = client.post(reverse("incident-ask", args=[incident.pk]), HTTP_HX_REQUEST="true")
     assert asked.headers["HX-Redirect"].startswith("/chat/")
