@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from agents_app.toolsets.contract import Tool
+from agents_app.toolsets.contract import UNCONFIGURED, Tool
 from agents_app.toolsets.mcp.tools import organization_mcp_tools
 from agents_app.toolsets.registry import datasource_kinds, load_builtin_tools
 from ops_app.integrations import datasources
@@ -25,13 +25,25 @@ def with_data_sources(tool: Tool, names: list[str]) -> Tool:
     return dataclasses.replace(tool, description=description)
 
 
+def unconfigured(tool: Tool, kind: str) -> Tool:
+    """`tool` whose description says its back end is missing here, so no step is spent calling it
+    (it stays listed: a persona naming it still loads, and a call still answers `not_configured`)."""
+    variable = datasources.VARIABLE[kind]
+    note = f"{UNCONFIGURED} (no {kind} data source, {variable} unset): do not call it."
+    return dataclasses.replace(tool, description=f"{tool.description} {note}")
+
+
 async def organization_tools(organization_id: int) -> dict[str, Tool]:
     """Every tool available to the organization's agents, by name, built-ins first."""
     available = load_builtin_tools()
     names = await datasources.anames(organization_id)
     for name, kind in datasource_kinds().items():
-        if name in available:
+        if name not in available:
+            continue
+        if names.get(kind) or datasources.configured_in_environment(kind):
             available[name] = with_data_sources(available[name], names.get(kind, []))
+        else:
+            available[name] = unconfigured(available[name], kind)
     for name, tool in (await organization_mcp_tools(organization_id)).items():
         available.setdefault(name, tool)  # a built-in name always wins
     return available

@@ -20,6 +20,9 @@ from agents_app.toolsets.manifest import DEFAULT_TIMEOUT, ToolClass, ToolSpec
 
 # Audit statuses a tool outcome can carry (docs/kernel.md).
 STATUSES = ("ok", "error", "timeout", "redirect", "rejected", "deduped", "killed")
+# Ends the description of a tool whose back end the organization has not configured: the model is
+# told not to spend a step on it (the offline model skips it; agents_app.tools.binding writes it).
+UNCONFIGURED = "Not configured for this organization"
 
 
 class ToolError(Exception):

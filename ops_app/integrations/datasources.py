@@ -104,6 +104,11 @@ def endpoint_of(source: DataSource) -> Endpoint:
     )
 
 
+def configured_in_environment(kind: str) -> bool:
+    """True when the deployment names a back end of `kind` for every organization (PROMETHEUS_URL…)."""
+    return bool(getattr(settings.CONFIG, ENVIRONMENT[kind], ""))
+
+
 def _environment_endpoint(kind: str) -> Endpoint | None:
     url = getattr(settings.CONFIG, ENVIRONMENT[kind])
     return Endpoint(name="environment", url=url.rstrip("/")) if url else None

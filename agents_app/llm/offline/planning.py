@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from agents_app.llm.base import ToolCall
+from agents_app.toolsets.contract import UNCONFIGURED
 
 from .reading import Facts, request_words, words
 from .tool_knowledge import is_control_tool
@@ -52,10 +53,10 @@ def _by_kind(name: str, spec: dict, facts: Facts) -> Any:
     if "traceql" in hint:
         return "{}"
     if kind in ("integer", "number"):
-        if facts.numbers:
-            return facts.numbers[0]
-        # An id nobody mentioned is not guessed: "incident 1" would be a made-up answer.
-        return _MISSING if "incident" in name or name.endswith("_id") else spec.get("minimum", 1)
+        # An id nobody wrote as one is not guessed: "incident 1" would be a made-up answer.
+        if "incident" in name or name.endswith("_id"):
+            return facts.ids[0] if facts.ids else _MISSING
+        return facts.numbers[0] if facts.numbers else spec.get("minimum", 1)
     if kind == "boolean":
         return False
     if kind == "array":
@@ -88,6 +89,8 @@ def pick_tool_calls(request: str, tools: list[dict], first_id: int = 1) -> list[
         name_words = words(name.replace("_", " "))
         if is_control_tool(name) or name_words & MUTATING_WORDS:
             continue
+        if UNCONFIGURED in function.get("description", ""):
+            continue  # its back end is missing here: the call could only say so
         score = 2 * len(asked & name_words) + len(asked & words(function.get("description", "")))
         if not score:
             continue

@@ -70,17 +70,27 @@ def _implied(found: set[str], concepts: dict[frozenset[str], set[str]]) -> set[s
 
 def plain_numbers(text: str) -> list[int]:
     """The numbers in `text` that may fill an argument; HTTP statuses are not among them."""
+    return [value for value, _explicit in _numbers(text)]
+
+
+def explicit_ids(text: str) -> list[int]:
+    """The numbers written as ids ("#12", "incident 12"): only these fill an id argument, so the
+    24 of "the last 24 hours" is never taken for incident 24."""
+    return [value for value, explicit in _numbers(text) if explicit]
+
+
+def _numbers(text: str) -> list[tuple[int, bool]]:
     found = []
     for match in _NUMBER.finditer(text):
         value = int(match.group(2))
         before = re.findall(r"[\w°º]+", text[: match.start()].lower())[-1:]
         after = re.findall(r"\w+", text[match.end() :].lower())[:1]
-        explicit_id = match.group(1) == "#" or (before and before[0] in ID_BEFORE)
+        explicit_id = match.group(1) == "#" or bool(before and before[0] in ID_BEFORE)
         if 100 <= value <= 599 and not explicit_id:
             cued = (before and before[0] in STATUS_BEFORE) or (after and after[0] in STATUS_AFTER)
             if cued or value in COMMON_STATUSES:
                 continue
-        found.append(value)
+        found.append((value, explicit_id))
     return found
 
 
@@ -94,6 +104,7 @@ class Facts:
     paths: list[str]
     domains: list[str]
     numbers: list[int]
+    ids: list[int]
 
     @classmethod
     def of(cls, text: str) -> Facts:
@@ -107,6 +118,7 @@ class Facts:
             paths=_PATH.findall(without_urls),
             domains=[d for d in _DOMAIN.findall(without_urls) if not _IP.fullmatch(d)],
             numbers=plain_numbers(DEVICE.sub(" ", without_urls)),
+            ids=explicit_ids(DEVICE.sub(" ", without_urls)),
         )
 
 

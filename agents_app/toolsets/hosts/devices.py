@@ -5,6 +5,7 @@ from __future__ import annotations
 from agents_app.toolsets.hosts.local import LocalTransport
 from agents_app.toolsets.hosts.ssh import SSHSettings, SSHTransport
 from agents_app.toolsets.hosts.transport import Transport
+from ops_app.estate.devices import is_documentation_address, unreachable_example
 from ops_app.models import Device
 
 
@@ -33,6 +34,8 @@ def transport_for(device: Device) -> Transport:
         raise DeviceError(f"device {device.name!r} uses SSH but has no address")
     if not device.ssh_username:
         raise DeviceError(f"device {device.name!r} uses SSH but has no SSH user name")
+    if is_documentation_address(device.address):
+        raise DeviceError(unreachable_example(device))
     settings = SSHSettings(
         host=device.address,
         port=device.ssh_port,
