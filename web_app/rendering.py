@@ -80,18 +80,19 @@ def incident_url(incident_id: int | str) -> str:
 
 @dataclass(frozen=True)
 class EstateLinks:
-    """What a viewer may follow from rendered text: device name -> page. Empty when the viewer
-    has no page to land on (a member cannot open the admin), so names stay plain text."""
+    """What a viewer may follow from rendered text: device name -> page. Empty without a viewer,
+    so names stay plain text (an IM message, a mail)."""
 
     devices: dict[str, str] = field(default_factory=dict)
 
 
 def estate_links(organization_id: int | None, viewer) -> EstateLinks:
-    """The device links for `viewer` inside one organization: staff get the admin change page."""
-    if organization_id is None or viewer is None or not getattr(viewer, "is_staff", False):
+    """The device links for `viewer` inside one organization: each device's own read-only page,
+    which every signed-in person of the organization may open (its admin form is a link from it)."""
+    if organization_id is None or viewer is None or not getattr(viewer, "is_authenticated", False):
         return EstateLinks()
     rows = Device.objects.filter(organization_id=organization_id).values_list("pk", "name")
-    devices = {name: reverse("admin:ops_app_device_change", args=[pk]) for pk, name in rows if name}
+    devices = {name: reverse("device-page", args=[pk]) for pk, name in rows if name}
     return EstateLinks(devices)
 
 

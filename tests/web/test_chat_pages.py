@@ -106,7 +106,8 @@ def test_sidebar_lists_only_own_chats_newest_first_in_constant_queries(
     chats = [services.start_chat(member, title=f"chat {i}") for i in range(30)]
     client.force_login(member)
     # 12 + the audit-role check and the estate examples (an incident, a device) of an empty chat,
-    # and the offline banner's look for an organization endpoint
-    with django_assert_max_num_queries(15):
+    # the offline banner's look for an organization endpoint, and whether a Prometheus data source
+    # exists (the example metrics question is offered only then)
+    with django_assert_max_num_queries(16):
         page = client.get(f"/chat/{chats[0].pk}/").content.decode()
     assert page.index("chat 29") < page.index("chat 28")

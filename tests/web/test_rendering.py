@@ -47,13 +47,19 @@ def test_device_names_link_only_outside_code_and_existing_links():
     assert '<a href="https://x/" rel="noopener noreferrer nofollow">web-01</a>' in html
 
 
-def test_device_links_only_for_staff(org, member, org_admin):
+def test_device_links_open_the_devices_own_page_for_members_and_admins(client, org, member, org_admin):
+    from django.contrib.auth.models import AnonymousUser
+
     from ops_app.models import Device
     from web_app.rendering import estate_links
 
     device = Device.objects.create(organization=org, name="web-01", address="10.0.0.1")
-    assert estate_links(org.pk, member).devices == {}  # a member has no device page to open
-    assert estate_links(org.pk, org_admin).devices == {"web-01": f"/admin/ops_app/device/{device.pk}/change/"}
+    page = f"/devices/{device.pk}/"
+    assert estate_links(org.pk, member).devices == {"web-01": page}  # not the admin's edit form
+    assert estate_links(org.pk, org_admin).devices == {"web-01": page}
+    assert estate_links(org.pk, AnonymousUser()).devices == {}
+    client.force_login(member)
+    assert client.get(page).status_code == 200 and "web-01" in client.get(page).content.decode()
 
 
 def test_linkify_does_not_open_a_hole_in_the_sanitiser():
