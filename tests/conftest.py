@@ -12,6 +12,7 @@ from ops_app.core.egress import AllowList
 from ops_app.models import Organization
 from ops_app.tenancy import roles
 from ops_app.tenancy.accounts import create_organization, create_user
+from tests.support.diagnose import running_work
 from tests.support.egress import LOOPBACK_ALLOWED
 
 # Fixture plugins for the whole suite, registered once here (not per module) so that pytest can
@@ -128,6 +129,9 @@ def pytest_runtest_teardown(item) -> None:
     """Before any fixture is torn down (the database flushed or dropped): a test that started a
     turn or an investigation and did not wait for it would otherwise leave it writing into the next
     test's tables, or holding a row lock the flush waits on for ever (a hung CI run)."""
-    cancelled = settle_background(SETTLE_SECONDS)
-    if cancelled:
-        warnings.warn(f"{item.nodeid} left {cancelled} background task(s) running; cancelled", stacklevel=1)
+    if not settle_background(SETTLE_SECONDS, cancel=False):
+        return
+    still = running_work()
+    cancelled = settle_background(0)
+    message = f"{item.nodeid} left {cancelled} background task(s) running; cancelled:\n{still}"
+    warnings.warn(message, stacklevel=1)

@@ -100,26 +100,31 @@ async def _tracked(coro: Coroutine[Any, Any, Any]) -> Any:
     return await coro
 
 
-def settle_background(seconds: float) -> int:
+def settle_background(seconds: float, cancel: bool = True) -> int:
     """Wait up to `seconds` for the work this process started in the background (turns,
-    investigations) on its server or private loop, then cancel what is left; returns how many were
-    cancelled. Whoever is about to empty or drop the database (a test's teardown) must not leave a
-    turn writing into it: a turn still holding a row lock would block the next TRUNCATE for good."""
-    cancelled = 0
+    investigations) on its server or private loop, then cancel what is left (unless not `cancel`);
+    returns how many were left. Whoever is about to empty or drop the database (a test's teardown)
+    must not leave a turn writing into it: one holding a row lock would block the next TRUNCATE."""
+    left = 0
     for loop in {_background, _main_loop}:
         if loop is None or loop.is_closed() or not loop.is_running() or loop is _running_loop():
             continue
-        settling = asyncio.run_coroutine_threadsafe(_settle(seconds), loop)
-        cancelled += settling.result(timeout=seconds + SETTLE_CANCEL_SECONDS + 5)
-    return cancelled
+        settling = asyncio.run_coroutine_threadsafe(_settle(seconds, cancel), loop)
+        left += settling.result(timeout=seconds + SETTLE_CANCEL_SECONDS + 5)
+    return left
 
 
-async def _settle(seconds: float) -> int:
+async def _settle(seconds: float, cancel: bool) -> int:
     here = asyncio.get_running_loop()
     mine = [task for task in list(_tasks) if task.get_loop() is here and task is not asyncio.current_task()]
     if not mine:
         return 0
-    _done, pending = await asyncio.wait(mine, timeout=seconds)
+    if seconds > 0:
+        _done, pending = await asyncio.wait(mine, timeout=seconds)
+    else:
+        pending = {task for task in mine if not task.done()}
+    if not cancel:
+        return len(pending)
     for task in pending:
         task.cancel()
     if pending:
