@@ -137,7 +137,7 @@ class IMAppAdmin(TestOnFormMixin, TenantScopedAdmin):
         setup = self._setup(obj)
         if setup is None:
             return ""
-        parts = [format_html('<p class="help">{}</p>', setup.note)] if setup.note else []
+        parts = [format_html('<p class="im-note">{}</p>', setup.note)] if setup.note else []
         for index, address in enumerate(setup.addresses):
             parts.append(_copyable(index, address.label, address.url))
         if setup.addresses and setup.public_url_missing:
@@ -176,7 +176,7 @@ class IMAppAdmin(TestOnFormMixin, TenantScopedAdmin):
         if setup is None or not setup.manifest:
             return ""
         return format_html(
-            '<p class="help">{}</p>'
+            '<p class="im-note">{}</p>'
             '<textarea class="im-manifest" id="im-manifest" rows="16" readonly>{}</textarea>'
             '<p><button type="button" class="button copy-button" data-copy-from="im-manifest" '
             'data-copied="{}">{}</button></p>',
