@@ -2,7 +2,7 @@
 first; the form then shows that platform's credentials only, the absolute addresses to give the
 platform (from ONGRID_PUBLIC_URL) with copy buttons, the scopes and events to set, and for Slack
 an app manifest; a Test button on the form stores the bot identity and never shows the platform's
-words; no doubled name; labelled "clear" boxes."""
+words; no doubled name; labelled "clear" boxes; all of it in the admin's language."""
 
 from __future__ import annotations
 
@@ -231,3 +231,16 @@ def test_the_secret_boxes_and_their_clear_boxes_are_labelled(admin, org, slack):
     assert clear is not None and 'id="id_bot_token_1"' in clear.group(1)
     assert "Clear the stored bot token" in clear.group(1)
     assert slack.token not in page
+
+
+def test_the_form_speaks_the_admins_language(admin, org, slack, org_admin):
+    org_admin.membership.language = "fr"
+    org_admin.membership.save(update_fields=["language"])
+    app = slack_app(org, slack)
+    page = html.unescape(admin.get(change_url(app)).content.decode())
+    assert "Côté plateforme" in page and ">Copier<" in page and "Copier le manifeste" in page
+    assert "Effacer la valeur enregistrée : jeton du bot" in page
+    assert "ONGRID_PUBLIC_URL n’est pas définie" in page
+    assert 'class="test-button">Tester la connexion</button>' in page
+    chooser = html.unescape(admin.get(ADD_URL).content.decode())
+    assert "Choisissez une plateforme" in chooser
