@@ -10,6 +10,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.utils.http import urlencode
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
@@ -191,9 +192,10 @@ class UserAgentAdmin(TenantScopedAdmin):
         return TemplateResponse(request, "admin/agents_app/useragent/persona.html", context)
 
     def copy_view(self, request, name: str):
-        """ "Copy to edit" (POST): the organization's override of a file persona, then its edit page."""
+        """ "Copy to edit" (POST): the add form prefilled from a file persona, a draft that is not
+        live until the admin saves it; or the organization's existing override, untouched."""
         persona = self._file_persona(request, name)
-        if request.method != "POST" or not self.has_add_permission(request):
+        if request.method != "POST" or not self.has_add_permission(request) or persona.name == REVIEWER:
             raise PermissionDenied
         targets = self._copy_targets(request)
         chosen = request.POST.get("organization")
@@ -202,32 +204,44 @@ class UserAgentAdmin(TenantScopedAdmin):
         if len(targets) != 1:
             messages.error(request, gettext("Choose the organization the copy is for."))
             return redirect(reverse("admin:agents_app_useragent_persona", args=[persona.name]))
-        try:
-            agent, created = user_agents.copy_to_organization(persona, targets[0], request.user)
-        except ValidationError as exc:
-            for message in _messages_of(exc):
-                messages.error(
-                    request,
-                    gettext("Cannot copy %(name)s: %(reason)s")
-                    % {"name": repr(persona.name), "reason": message},
-                )
-            return redirect(reverse("admin:agents_app_useragent_persona", args=[persona.name]))
-        if created:
-            messages.success(
-                request,
-                gettext(
-                    "Copied %(name)s into an agent of %(organization)s; it replaces the %(source)s "
-                    "persona from the next chat on. Edit it below."
-                )
-                % {"name": repr(persona.name), "organization": targets[0], "source": persona.source},
-            )
-        else:
+        existing = user_agents.override_of(persona, targets[0])
+        if existing is not None:  # a second click never overwrites edits
             messages.info(
                 request,
                 gettext("%(organization)s already has an agent named %(name)s; here it is.")
                 % {"organization": targets[0], "name": repr(persona.name)},
             )
-        return redirect(reverse("admin:agents_app_useragent_change", args=[agent.pk]))
+            return redirect(reverse("admin:agents_app_useragent_change", args=[existing.pk]))
+        query = urlencode({"copy_of": persona.name, "organization": targets[0].pk})
+        return redirect(f"{reverse('admin:agents_app_useragent_add')}?{query}")
+
+    def _draft_of(self, request):
+        """The file persona the add form copies (`?copy_of=<name>`), or None."""
+        name = request.GET.get("copy_of")
+        persona = registry.file_registry().by_name(name) if name else None
+        return persona if persona is not None and persona.name != REVIEWER else None
+
+    def get_changeform_initial_data(self, request):
+        """The add form of "Copy to edit" (`?copy_of=<persona>`) starts from that persona."""
+        initial = super().get_changeform_initial_data(request)
+        initial.pop("copy_of", None)
+        persona = self._draft_of(request)
+        if persona is not None:
+            initial.update(user_agents.draft_from(persona))
+        return initial
+
+    def add_view(self, request, form_url="", extra_context=None):
+        persona = self._draft_of(request)
+        if persona is not None and request.method == "GET":
+            messages.info(
+                request,
+                gettext(
+                    "A draft copy of the %(source)s persona %(name)s: nothing changes until you save "
+                    "it; once saved it replaces that persona from the next chat on."
+                )
+                % {"name": repr(persona.name), "source": persona.source},
+            )
+        return super().add_view(request, form_url, extra_context)
 
 
 def _messages_of(exc: ValidationError) -> list[str]:

@@ -4,9 +4,10 @@ and remember the bot identity it reports. An outbound-only app also has its outb
 tried when its platform has a check for it (Slack's app-level token for Socket Mode).
 
 The calls go out under the egress policy (docs/security.md, "Egress"). What the admin reads is
-the bot identity or a short reason; whatever comes from the platform's answer (the identity, an
-error code) passes `shown`, so an API base URL pointing at something else than the platform
-cannot have its answer read out as markup or a document."""
+the bot identity or a short reason: on a refusal, the call and the platform's error code (an
+identifier) or HTTP status, never the text of its answer (`PlatformError.safe_reason`); the
+identity passes `shown`, so an API base URL pointing at something else than the platform cannot
+have its answer read out as markup or a document."""
 
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ from im_app.models import ConnectionMode, IMApp
 from im_app.platforms.http import PlatformError
 from im_app.platforms.registry import PLATFORMS
 from ops_app.core import outbound
-from ops_app.core.egress import EgressRefused
 
 NOT_SHOWN = re.compile(r"[^\w .:@()#,/'+-]")
 SHOWN_LENGTH = 120
@@ -48,6 +48,5 @@ def test_connection(app: IMApp) -> tuple[bool, str]:
 
 
 def _refusal(error: PlatformError) -> str:
-    if isinstance(error.__cause__, EgressRefused):
-        return str(error)  # our own words, naming the address refused
-    return shown(error)
+    """Why the platform said no, without its words: the call and its error code or HTTP status."""
+    return error.safe_reason()

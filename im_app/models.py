@@ -46,7 +46,7 @@ class IMApp(TenantModel):
 
     platform = models.CharField(verbose_name=_("platform"), max_length=20, choices=Platform.choices)
     name = models.CharField(
-        verbose_name=_("name"), max_length=100, help_text=_("Display name, e.g. “Ops bot (Slack)”.")
+        verbose_name=_("name"), max_length=100, help_text=_("Display name, e.g. “Ops bot”.")
     )
     enabled = models.BooleanField(verbose_name=_("enabled"), default=True)
     connection_mode = models.CharField(
@@ -126,7 +126,11 @@ class IMApp(TenantModel):
         ordering = ["organization", "name"]
 
     def __str__(self) -> str:
-        return f"{self.name} ({self.get_platform_display()})"
+        """The name, with the platform unless the name already says it ("Ops bot (Slack)")."""
+        platform = str(self.get_platform_display())
+        if not platform or platform.lower() in self.name.lower():
+            return self.name
+        return f"{self.name} ({platform})"
 
     def clean(self) -> None:
         outbound.validate(api_base_url=self.api_base_url and outbound.refusal(self.api_base_url, base=True))

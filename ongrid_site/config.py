@@ -111,6 +111,7 @@ class Config:
     eval_judge_api_key: str | None = None
     # Where people reach this instance: links in IM replies (transcripts, account linking).
     public_url: str = "http://127.0.0.1:8000"
+    public_url_set: bool = False  # ONGRID_PUBLIC_URL given: the admin may show absolute webhook URLs
     # Schedules (docs/schedules.md): the embedded scheduler's tick, and outgoing e-mail.
     scheduler_interval: float = 30.0  # seconds; 0 turns the embedded scheduler off
     smtp_host: str | None = None  # unset: e-mail goes to the server log (console backend)
@@ -452,6 +453,7 @@ def load(env: Mapping[str, str] | None = None) -> Config:
         eval_judge_base_url=_optional(env, "ONGRID_EVAL_JUDGE_BASE_URL"),
         eval_judge_api_key=_optional(env, "ONGRID_EVAL_JUDGE_API_KEY"),
         public_url=(env.get("ONGRID_PUBLIC_URL") or "http://127.0.0.1:8000").rstrip("/"),
+        public_url_set=bool(env.get("ONGRID_PUBLIC_URL")),
         scheduler_interval=_number(env, "ONGRID_SCHEDULER_INTERVAL", 30.0, float, 0),
         smtp_host=_optional(env, "ONGRID_SMTP_HOST"),
         smtp_port=int(_number(env, "ONGRID_SMTP_PORT", 587, int, 1)),

@@ -21,7 +21,7 @@ CONFIG.data_dir.mkdir(parents=True, exist_ok=True)
 
 INSTALLED_APPS = [
     "daphne",
-    "django.contrib.admin",
+    "ongrid_site.apps.OngridAdminConfig",  # django.contrib.admin with Ongrid's site
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

@@ -171,26 +171,21 @@ def file_personas(organization_id: int | None) -> list[tuple[Persona, bool]]:
     return [(persona, persona.name in overridden) for persona in registry.file_registry().all()]
 
 
-@transaction.atomic
-def copy_to_organization(persona: Persona, organization, user) -> tuple[UserAgent, bool]:
-    """ "Copy to edit": a user agent of the same name for `organization`, prefilled from `persona`.
+def override_of(persona: Persona, organization) -> UserAgent | None:
+    """The organization's user agent that already overrides `persona` (same name), if any."""
+    return UserAgent.objects.filter(organization=organization, name=persona.name).first()
 
-    Because user agents shadow file personas of the same name (docs/personas.md), the copy is the
-    organization's override from its next dispatch on. Returns (agent, created); an existing row of
-    that name is returned untouched so a second click never overwrites edits. Raises
-    ValidationError when the persona cannot be a user agent (the reserved `reviewer`, unknown tools
-    in a mounted file, `default` for someone who is not an org admin).
+
+def draft_from(persona: Persona) -> dict:
+    """ "Copy to edit": the add form's initial values, prefilled from `persona` and enabled.
+
+    Nothing is stored: because user agents shadow file personas of the same name
+    (docs/personas.md), a stored copy would replace the persona from the next dispatch on, before
+    the admin had edited or even looked at it. The override exists once the admin saves the
+    form, through the same validation as any user agent (the reserved `reviewer`, unknown tools
+    in a mounted file, `default` for someone who is not an org admin are refused there).
     """
-    existing = UserAgent.objects.filter(organization=organization, name=persona.name).first()
-    if existing is not None:
-        return existing, False
-    agent = UserAgent(organization=organization, created_by=user if user and user.pk else None)
-    for key, value in persona_fields(persona).items():
-        setattr(agent, key, value)
-    agent.enabled = True
-    validate(agent, user)
-    agent.save()
-    return agent, True
+    return {**persona_fields(persona), "enabled": True}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 
 import httpx
 
@@ -24,14 +25,33 @@ LONGEST_WAIT = 60.0
 TIMEOUT = httpx.Timeout(15.0, read=70.0)  # long polling holds a read for up to 50 s
 
 
+ERROR_CODE = re.compile(r"[A-Za-z0-9_.-]{1,60}")
+
+
 class PlatformError(Exception):
     """The platform refused a call; the message is the platform's own description (never a token).
     `status` is the HTTP status of the answer when the refusal was an HTTP one (a 503 of a platform
-    that is down), so callers can tell "unreachable" from "refused" without reading the text."""
+    that is down), so callers can tell "unreachable" from "refused" without reading the text.
+    `call` names the call (our words) and `code` is the platform's machine error code when it
+    sends one (Slack's `error`, Feishu's numeric `code`): what `safe_reason` may show an admin."""
 
-    def __init__(self, message: str, status: int | None = None) -> None:
+    def __init__(self, message: str, status: int | None = None, *, call: str = "", code: str = "") -> None:
         super().__init__(message)
         self.status = status
+        self.call = call
+        self.code = str(code)
+
+    def safe_reason(self) -> str:
+        """The refusal as an admin may read it: our own words when the platform never answered
+        (no status: a missing token, the egress policy), else the call with the platform's error
+        code (an identifier, never free text) or the HTTP status alone. Telegram's and Feishu's
+        descriptions are the remote server's prose, so they are never part of it."""
+        if self.status is None:
+            return str(self)
+        call = self.call or "call"
+        if ERROR_CODE.fullmatch(self.code):
+            return f"{call}: {self.code}"
+        return f"{call}: HTTP {self.status}"
 
 
 def retry_after(response: httpx.Response) -> float:

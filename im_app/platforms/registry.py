@@ -9,7 +9,8 @@ Adding a platform (say "matrix"):
    `markup.py` (its `im_app.markup.Emitter` and `to_…`), `thread.py` (a `PlatformThread`
    subclass with `post` / `edit`, and `channel_thread`), `inbound.py` (the platform's payloads
    verified and handed to `conversation.converse` / `card_of` / `astop_pressed` / `adecide`),
-   `views.py` (the webhook views, their `urlpatterns` and `webhook_address`), and, for an
+   `views.py` (the webhook views and their `urlpatterns`), `setup.py` (`guide(app)`: the
+   addresses, scopes and events the admin form lists for the platform's side), and, for an
    outbound-only mode, the loop `manage.py ongrid_im` runs (like `telegram/polling.py`).
 2. Its row below.
 3. The choice `Platform.MATRIX` and its public API base (`DEFAULT_API_BASE`) in
@@ -29,14 +30,18 @@ from typing import Any, Protocol
 from django.urls import URLPattern
 
 from im_app.models import IMApp, Platform
+from im_app.platforms.feishu import setup as feishu_setup
 from im_app.platforms.feishu import thread as feishu_thread
 from im_app.platforms.feishu import views as feishu_views
 from im_app.platforms.feishu.client import FeishuClient
+from im_app.platforms.setup import Setup
+from im_app.platforms.slack import setup as slack_setup
 from im_app.platforms.slack import socket_mode
 from im_app.platforms.slack import thread as slack_thread
 from im_app.platforms.slack import views as slack_views
 from im_app.platforms.slack.client import SlackClient
 from im_app.platforms.telegram import polling
+from im_app.platforms.telegram import setup as telegram_setup
 from im_app.platforms.telegram import thread as telegram_thread
 from im_app.platforms.telegram import views as telegram_views
 from im_app.platforms.telegram.client import TelegramClient
@@ -57,7 +62,9 @@ class PlatformPackage:
     thread: type[PlatformThread]  # its thread: emitter (`markup`) and message limit (`max_text`)
     channel_thread: Callable[[IMApp, str], PlatformThread]  # a channel's top level: summaries
     urls: Sequence[URLPattern]  # its webhook views, under /im/<platform>/
-    webhook_address: Callable[[IMApp], str]  # the webhook URL(s) the admin shows
+    setup: Callable[[IMApp], Setup]  # what to set on the platform's side, for the admin form
+    # The IMApp credential fields this platform reads: the only ones its admin form shows.
+    credentials: tuple[str, ...] = ()
     # The loop `manage.py ongrid_im` runs for an outbound-only app; None: webhooks only, the
     # platform is not served by that process.
     outbound: Callable[[IMApp, asyncio.Event], Coroutine[Any, Any, None]] | None = None
@@ -71,7 +78,8 @@ PLATFORMS: dict[str, PlatformPackage] = {
         thread=slack_thread.SlackThread,
         channel_thread=slack_thread.channel_thread,
         urls=slack_views.urlpatterns,
-        webhook_address=slack_views.webhook_address,
+        setup=slack_setup.guide,
+        credentials=("bot_token", "signing_secret", "app_token"),
         outbound=socket_mode.serve_app,
         outbound_check=socket_mode.check,
     ),
@@ -80,7 +88,8 @@ PLATFORMS: dict[str, PlatformPackage] = {
         thread=telegram_thread.TelegramThread,
         channel_thread=telegram_thread.channel_thread,
         urls=telegram_views.urlpatterns,
-        webhook_address=telegram_views.webhook_address,
+        setup=telegram_setup.guide,
+        credentials=("bot_token", "webhook_secret"),
         outbound=polling.poll_app,
     ),
     Platform.FEISHU: PlatformPackage(
@@ -88,6 +97,7 @@ PLATFORMS: dict[str, PlatformPackage] = {
         thread=feishu_thread.FeishuThread,
         channel_thread=feishu_thread.channel_thread,
         urls=feishu_views.urlpatterns,
-        webhook_address=feishu_views.webhook_address,
+        setup=feishu_setup.guide,
+        credentials=("app_id", "app_secret", "verification_token", "encrypt_key"),
     ),
 }

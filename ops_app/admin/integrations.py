@@ -1,5 +1,5 @@
 """An organization's integration settings in the admin: data sources, LLM endpoints and MCP servers,
-each with its "Test" or "Discover" action."""
+each with its "Test" or "Discover" action, in the list and as a button on the row's form."""
 
 import json
 
@@ -10,6 +10,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from ops_app.admin.scoping import TenantScopedAdmin
+from ops_app.admin.test_button import TestOnFormMixin
 from ops_app.integrations import datasources, llm_endpoints, mcp_servers
 from ops_app.models import DataSource, LLMEndpoint, McpServer, McpTool
 from ops_app.tenancy.scoping import sees_all_tenants
@@ -38,6 +39,8 @@ class DataSourceForm(NameUniqueInOrganization, forms.ModelForm):
     url = forms.URLField(
         max_length=500, assume_scheme="http", help_text=DataSource._meta.get_field("url").help_text
     )
+    # Several headers, one `Name: value` per line: a text area, still write-only.
+    custom_headers = DataSource._meta.get_field("custom_headers").formfield(multiline=True)
 
     class Meta:
         model = DataSource
@@ -60,29 +63,33 @@ class DataSourceForm(NameUniqueInOrganization, forms.ModelForm):
 
 
 @admin.register(DataSource)
-class DataSourceAdmin(TenantScopedAdmin):
+class DataSourceAdmin(TestOnFormMixin, TenantScopedAdmin):
     form = DataSourceForm
     list_display = ("name", "kind", "url", "is_default", "auth", "verify_tls", "updated_at")
     list_filter = ("kind", "auth")
     search_fields = ("name", "url")
     actions = ["test_connection"]
     writer = staticmethod(datasources.save_data_source)
+    test_label = _("Test connection")
 
     @admin.action(description=_("Test connection"), permissions=["view"])
     def test_connection(self, request, queryset):
         for source in queryset:
-            answer = datasources.check_connection(source)
-            level = messages.SUCCESS if answer.ok else messages.ERROR
-            if answer.ok:
-                message = gettext("%(source)s (%(kind)s) answers: %(summary)s")
-            else:
-                message = gettext("%(source)s (%(kind)s) FAILED: %(summary)s")
-            values = {
-                "source": source.name,
-                "kind": source.get_kind_display(),
-                "summary": " | ".join(answer.lines),
-            }
-            self.message_user(request, message % values, level)
+            self.test_one(request, source)
+
+    def test_one(self, request, source: DataSource) -> None:
+        answer = datasources.check_connection(source)
+        level = messages.SUCCESS if answer.ok else messages.ERROR
+        if answer.ok:
+            message = gettext("%(source)s (%(kind)s) answers: %(summary)s")
+        else:
+            message = gettext("%(source)s (%(kind)s) FAILED: %(summary)s")
+        values = {
+            "source": source.name,
+            "kind": source.get_kind_display(),
+            "summary": " | ".join(answer.lines),
+        }
+        self.message_user(request, message % values, level)
 
 
 class LLMEndpointForm(NameUniqueInOrganization, forms.ModelForm):
@@ -110,43 +117,44 @@ class LLMEndpointForm(NameUniqueInOrganization, forms.ModelForm):
 
 
 @admin.register(LLMEndpoint)
-class LLMEndpointAdmin(TenantScopedAdmin):
+class LLMEndpointAdmin(TestOnFormMixin, TenantScopedAdmin):
     form = LLMEndpointForm
     list_display = ("name", "base_url", "default_model", "is_default", "timeout", "max_retries", "updated_at")
     search_fields = ("name", "base_url", "default_model")
     actions = ["test_endpoint"]
     writer = staticmethod(llm_endpoints.save_llm_endpoint)
+    test_label = _("Test (list the models it serves)")
 
     @admin.action(description=_("Test (list the models it serves)"), permissions=["view"])
     def test_endpoint(self, request, queryset):
         for endpoint in queryset:
-            listing = llm_endpoints.list_models(endpoint)
-            if listing.ok:
-                # How many, and whether the default is one: the names are the endpoint's answer,
-                # which a Test never shows back (docs/security.md, "Egress").
-                values = {
-                    "name": endpoint.name,
-                    "count": len(listing.models),
-                    "default": repr(endpoint.default_model),
-                }
-                if endpoint.default_model in listing.models:
-                    message = gettext(
-                        "%(name)s answers: it serves the default model %(default)s (models served: %(count)s)"
-                    )
-                    level = messages.SUCCESS
-                else:
-                    message = gettext(
-                        "%(name)s answers, but the default model %(default)s is not among the models "
-                        "it serves (models served: %(count)s)"
-                    )
-                    level = messages.WARNING
-                self.message_user(request, message % values, level)
-            else:
-                message = gettext("%(name)s FAILED: %(error)s") % {
-                    "name": endpoint.name,
-                    "error": listing.error,
-                }
-                self.message_user(request, message, messages.ERROR)
+            self.test_one(request, endpoint)
+
+    def test_one(self, request, endpoint: LLMEndpoint) -> None:
+        listing = llm_endpoints.list_models(endpoint)
+        if not listing.ok:
+            message = gettext("%(name)s FAILED: %(error)s") % {"name": endpoint.name, "error": listing.error}
+            self.message_user(request, message, messages.ERROR)
+            return
+        # How many, and whether the default is one: the names are the endpoint's answer, which a
+        # Test never shows back (docs/security.md, "Egress").
+        values = {
+            "name": endpoint.name,
+            "count": len(listing.models),
+            "default": repr(endpoint.default_model),
+        }
+        if endpoint.default_model in listing.models:
+            message = gettext(
+                "%(name)s answers: it serves the default model %(default)s (models served: %(count)s)"
+            )
+            level = messages.SUCCESS
+        else:
+            message = gettext(
+                "%(name)s answers, but the default model %(default)s is not among the models "
+                "it serves (models served: %(count)s)"
+            )
+            level = messages.WARNING
+        self.message_user(request, message % values, level)
 
 
 class McpToolInline(admin.TabularInline):
@@ -168,6 +176,7 @@ class McpToolInline(admin.TabularInline):
 
 class McpServerForm(NameUniqueInOrganization, forms.ModelForm):
     url = forms.URLField(max_length=500, required=False, assume_scheme="http")
+    headers = McpServer._meta.get_field("headers").formfield(multiline=True)  # one `Name: value` per line
     platform_staff = False  # set per request by the admin
 
     class Meta:
@@ -190,7 +199,7 @@ class McpServerForm(NameUniqueInOrganization, forms.ModelForm):
 
 
 @admin.register(McpServer)
-class McpServerAdmin(TenantScopedAdmin):
+class McpServerAdmin(TestOnFormMixin, TenantScopedAdmin):
     form = McpServerForm
     inlines = [McpToolInline]
     list_display = ("name", "transport", "url", "enabled", "tool_count", "discovered_at", "discovery_error")
@@ -198,6 +207,9 @@ class McpServerAdmin(TenantScopedAdmin):
     search_fields = ("name", "url")
     readonly_fields = ("discovered_at", "discovery_error")
     actions = ["discover"]
+    # Its test is discovery: it connects, lists the tools and records them (so it needs "change").
+    test_label = _("Test (discover tools now)")
+    test_permission = "change"
 
     def get_form(self, request, obj=None, change=False, **kwargs):
         form = super().get_form(request, obj, change=change, **kwargs)
@@ -216,7 +228,10 @@ class McpServerAdmin(TenantScopedAdmin):
     @admin.action(description=_("Discover tools now"), permissions=["change"])
     def discover(self, request, queryset):
         for server in queryset:
-            self._report(request, server, mcp_servers.discover_tools(server))
+            self.test_one(request, server)
+
+    def test_one(self, request, server: McpServer) -> None:
+        self._report(request, server, mcp_servers.discover_tools(server))
 
     def _report(self, request, server: McpServer, found: mcp_servers.Discovery) -> None:
         if not found.ok:

@@ -27,6 +27,7 @@ from django.apps import apps
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import connections, models, transaction
+from django.utils.functional import lazy
 from django.utils.text import capfirst, format_lazy
 from django.utils.translation import gettext_lazy as _
 
@@ -146,10 +147,13 @@ class EncryptedTextField(models.TextField):
         except SecretDecryptionError as exc:
             raise ValidationError(str(exc), code="undecryptable") from None
 
-    def formfield(self, **kwargs):
+    def formfield(self, *, multiline: bool = False, **kwargs):
         # Deliberately ignores widget overrides (the admin maps TextField to a textarea that would
-        # render the value back): every form of an encrypted column is write-only.
-        return SecretFormField(label=capfirst(self.verbose_name), help_text=self.help_text)
+        # render the value back): every form of an encrypted column is write-only. `multiline`:
+        # a box for values of several lines (custom headers, one `Name: value` per line).
+        return SecretFormField(
+            label=capfirst(self.verbose_name), help_text=self.help_text, multiline=multiline
+        )
 
     def save_form_data(self, instance, data):
         if data is KEEP:
@@ -161,17 +165,36 @@ class EncryptedTextField(models.TextField):
 
 
 class SecretInput(forms.MultiWidget):
-    """A password box that never renders a value, and a "clear" checkbox (`<name>_clear`)."""
+    """A password box (or, `multiline`, a text area) that never renders a value, and a labelled
+    "clear" checkbox (`<name>_clear`)."""
 
-    def __init__(self, attrs=None):
-        widgets = {
-            "": forms.PasswordInput(attrs={"autocomplete": "new-password"}, render_value=False),
-            "clear": forms.CheckboxInput(attrs={"title": "Clear the stored value"}),
-        }
+    template_name = "ops_app/widgets/secret_input.html"
+
+    def __init__(self, attrs=None, *, multiline: bool = False):
+        if multiline:
+            entry = forms.Textarea(
+                attrs={"rows": 4, "cols": 60, "autocomplete": "off", "spellcheck": "false"}
+            )
+        else:
+            entry = forms.PasswordInput(attrs={"autocomplete": "new-password"}, render_value=False)
+        widgets = {"": entry, "clear": forms.CheckboxInput()}
+        self.clear_label = _("Clear the stored value")
         super().__init__(widgets, attrs)
 
     def decompress(self, value):
         return ["", False]  # never the stored value
+
+    def id_for_label(self, id_):
+        return f"{id_}_0" if id_ else id_  # the field's label names the entry box
+
+    def get_context(self, name, value, attrs):
+        # Not even a value just typed: a form shown again with errors starts the box empty.
+        context = super().get_context(name, ["", False], attrs)
+        context["widget"]["clear_label"] = self.clear_label
+        return context
+
+
+_lower = lazy(lambda text: str(text).lower(), str)
 
 
 class SecretFormField(forms.Field):
@@ -180,11 +203,15 @@ class SecretFormField(forms.Field):
     widget = SecretInput
     default_help = _("Write-only: leave blank to keep the stored value, tick the box to clear it.")
 
-    def __init__(self, *, help_text: str = "", **kwargs):
+    def __init__(self, *, help_text: str = "", multiline: bool = False, **kwargs):
         kwargs["required"] = False
+        kwargs.setdefault("widget", SecretInput(multiline=multiline))
         # format_lazy: both parts may be lazy translations, joined in the language of the request.
         help_text = format_lazy("{} {}", help_text, self.default_help) if help_text else self.default_help
         super().__init__(help_text=help_text, **kwargs)
+        if self.label:
+            # The box's own label names the field: "Clear the stored bot token".
+            self.widget.clear_label = format_lazy(_("Clear the stored {field}"), field=_lower(self.label))
 
     def clean(self, value):
         text, clear = value if isinstance(value, list | tuple) else (value, False)

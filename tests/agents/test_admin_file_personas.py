@@ -1,11 +1,13 @@
 """The built-in and mounted personas in the admin: listed beside the organization's user agents,
-viewable as their .md file, copied into an organization override that the next chat uses; the
-tool picker; the organization chosen for platform staff who have only one (issue 15)."""
+viewable as their .md file, copied into a draft override that is live only once saved (issue 29)
+and that the next chat uses; the tool picker; the organization chosen for platform staff who have
+only one (issue 15)."""
 
 from __future__ import annotations
 
 import dataclasses
 import html
+import json
 from pathlib import Path
 
 import pytest
@@ -97,15 +99,47 @@ def test_members_cannot_see_or_copy_personas_in_the_admin(client, member):
     assert not UserAgent.objects.exists()
 
 
+def draft_form(client, copied) -> tuple[str, dict]:
+    """The add form "Copy to edit" led to: its page, and the POST data that Save sends as it stands
+    (the prefilled values of every field, as the browser would post them)."""
+    assert copied.status_code == 302, copied
+    page = client.get(copied["Location"])
+    form = page.context["adminform"].form
+    data = {}
+    for name in form.fields:
+        value = form[name].value()
+        if name in ("tools", "disallowed_tools"):
+            data[name] = "\n".join(value or [])  # free text under the field's name is split alike
+        elif name == "skills":
+            data[name] = "\n".join(value) if isinstance(value, list) else value or ""
+        elif name == "enabled":
+            if value:
+                data[name] = "on"
+        elif name == "extra":
+            data[name] = value if isinstance(value, str) else json.dumps(value or {})
+        elif value is not None:
+            data[name] = value
+    return page.content.decode(), data
+
+
 @pytest.mark.django_db
-def test_copy_to_edit_creates_an_override_prefilled_from_the_persona(client, org, org_admin):
+def test_copy_to_edit_opens_a_prefilled_draft_that_is_live_only_once_saved(client, org, org_admin):
     client.force_login(org_admin)
-    response = client.post(copy_url("specialist-disk"))
-    agent = UserAgent.objects.get(organization=org, name="specialist-disk")
-    assert response.status_code == 302 and response["Location"] == change_url(agent)
+    copied = client.post(copy_url("specialist-disk"))
+    assert copied["Location"].startswith(ADD_URL + "?copy_of=specialist-disk")
+    page, data = draft_form(client, copied)
     builtin = registry.file_registry().by_name("specialist-disk")
+    assert html.escape(builtin.body.strip()[:60]) in page  # prefilled from the file
+    assert "nothing changes until you save it" in page
+    # Opening the draft changed nothing: no row, and the next chat still uses the built-in.
+    assert not UserAgent.objects.filter(organization=org).exists()
+    assert registry.get_registry(org.pk).by_name("specialist-disk").source == "builtin"
+
+    saved = client.post(copied["Location"], data)
+    assert saved.status_code == 302, errors_of(saved)
+    agent = UserAgent.objects.get(organization=org, name="specialist-disk")
     assert agent.body == builtin.body and list(agent.tools) == list(builtin.tools)
-    assert agent.created_by == org_admin
+    assert agent.created_by == org_admin and agent.enabled
     assert registry.get_registry(org.pk).by_name("specialist-disk").source == "user"
 
     agent.body = "edited"
@@ -116,7 +150,9 @@ def test_copy_to_edit_creates_an_override_prefilled_from_the_persona(client, org
     rows = client.get(LIST_URL).content.decode()
     assert "overridden by your agent" in rows
 
-    assert client.post(copy_url("reviewer")).status_code == 302
+    assert client.post(copy_url("reviewer")).status_code == 403
+    reviewer_draft = client.get(ADD_URL + "?copy_of=reviewer").content.decode()
+    assert "nothing changes until you save it" not in reviewer_draft
     assert not UserAgent.objects.filter(name="reviewer").exists()
 
 
@@ -124,20 +160,13 @@ def test_copy_to_edit_creates_an_override_prefilled_from_the_persona(client, org
 @pytest.mark.usefixtures("inline_executor")
 def test_the_next_chat_uses_the_edited_copy(client, org, org_admin, member, agents_llm):
     client.force_login(org_admin)
-    client.post(copy_url("specialist-disk"))
-    agent = UserAgent.objects.get(organization=org, name="specialist-disk")
-    edited = form_data(
-        name="specialist-disk",
-        description=agent.description,
-        when_to_use=agent.when_to_use,
+    _, data = draft_form(client, client.post(copy_url("specialist-disk")))
+    data.update(
         body="ACME DISK RULES: always check /srv/acme first.",
         tools="host_du_summary",
-        disallowed_tools="",
-        skills="",
-        max_turns="",
         model="acme-disk-model",
     )
-    response = client.post(change_url(agent), edited)
+    response = client.post(ADD_URL + "?copy_of=specialist-disk", data)
     assert response.status_code == 302, errors_of(response)
 
     agents_llm.add(
@@ -199,7 +228,9 @@ def test_platform_staff_with_one_organization_are_not_asked_for_it(client, org, 
     response = client.post(ADD_URL, form_data())
     assert response.status_code == 302, errors_of(response)
     assert UserAgent.objects.get().organization == org
-    client.post(copy_url("specialist-network"))
+    page, data = draft_form(client, client.post(copy_url("specialist-network")))
+    assert f'<input type="hidden" name="organization" value="{org.pk}"' in page
+    assert client.post(ADD_URL + "?copy_of=specialist-network", data).status_code == 302
     assert UserAgent.objects.get(name="specialist-network").organization == org
 
 
@@ -210,5 +241,8 @@ def test_platform_staff_with_several_organizations_pick_one(client, org, other_o
     page = client.get(ADD_URL).content.decode()
     assert '<select name="organization"' in page
     assert 'name="organization"' in client.get(persona_url("specialist-disk")).content.decode()
-    client.post(copy_url("specialist-disk"), {"organization": str(other_org.pk)})
+    copied = client.post(copy_url("specialist-disk"), {"organization": str(other_org.pk)})
+    _, data = draft_form(client, copied)
+    assert str(data["organization"]) == str(other_org.pk)  # the draft is for the organization chosen
+    assert client.post(copied["Location"], data).status_code == 302
     assert UserAgent.objects.get(name="specialist-disk").organization == other_org

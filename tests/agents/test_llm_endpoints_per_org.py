@@ -160,6 +160,28 @@ def test_api_key_is_encrypted_and_the_admin_test_finds_the_default_model(
     ]
 
 
+def test_the_test_button_on_the_form_checks_that_one_endpoint(client, org, org_admin, two_model_servers):
+    acme, _ = two_model_servers
+    endpoint = add_endpoint(org, "acme-vllm", acme, KEY_A, "acme-model")
+    client.force_login(org_admin)
+    change = reverse("admin:ops_app_llmendpoint_change", args=[endpoint.pk])
+    test_url = reverse("admin:ops_app_llmendpoint_test", args=[endpoint.pk])
+    assert f'action="{test_url}"' in client.get(change).content.decode()
+
+    response = client.post(test_url, follow=True)
+    assert response.redirect_chain[-1][0] == change
+    # The verdict only, never the endpoint's list of names (docs/security.md, "What Test shows").
+    assert [str(m) for m in response.context["messages"]] == [
+        "acme-vllm answers: it serves the default model 'acme-model' (models served: 2)"
+    ]
+    assert "acme-small" not in response.content.decode()
+    LLMEndpoint.objects.filter(pk=endpoint.pk).update(api_key="sk-wrong")
+    refused = client.post(test_url, follow=True)
+    assert [str(m) for m in refused.context["messages"]] == [
+        "acme-vllm FAILED: the endpoint refused the API key"
+    ]
+
+
 def test_org_admins_never_see_another_organizations_endpoints(
     client, org_admin, other_org, two_model_servers
 ):

@@ -6,6 +6,7 @@ review gate (a rejected one never runs), a server that disappears mid-turn, and 
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -114,6 +115,52 @@ def test_tools_are_discovered_on_save_as_writes_and_an_admin_marks_one_read(
     theirs = login(outsider)
     assert "widgets" not in theirs.get(reverse("admin:ops_app_mcpserver_changelist")).content.decode()
     assert theirs.get(reverse("admin:ops_app_mcpserver_change", args=[server.pk])).status_code in (302, 404)
+
+
+def test_the_test_button_on_the_form_discovers_that_servers_tools(org_admin, org, widgets):
+    server = McpServer.objects.create(organization=org, name="widgets", url=widgets.url)
+    gone = McpServer.objects.create(organization=org, name="gone", url="http://127.0.0.1:9/mcp")
+    client = login(org_admin)
+    change = reverse("admin:ops_app_mcpserver_change", args=[server.pk])
+    test_url = reverse("admin:ops_app_mcpserver_test", args=[server.pk])
+    assert f'action="{test_url}"' in client.get(change).content.decode()
+
+    response = client.post(test_url, follow=True)
+    assert response.redirect_chain[-1][0] == change
+    assert [str(m) for m in response.context["messages"]] == [
+        "widgets: 2 tools; new (write until marked read): restart_widget, widget_status"
+    ]
+    assert McpTool.objects.filter(server=server).count() == 2
+    failed = client.post(reverse("admin:ops_app_mcpserver_test", args=[gone.pk]), follow=True)
+    (message,) = [str(m) for m in failed.context["messages"]]
+    assert message.startswith("gone: discovery failed: the MCP server 'gone' is unavailable")
+
+
+def test_headers_are_a_multi_line_box_that_is_still_write_only(org_admin, org):
+    client = login(org_admin)
+    secret = "Bearer mcp-header-secret-7731"
+    response = client.post(
+        reverse("admin:ops_app_mcpserver_add"),
+        {
+            "name": "widgets",
+            "transport": "streamable_http",
+            "url": "http://127.0.0.1:9/mcp",
+            "headers": f"Authorization: {secret}\r\nX-Tenant: acme",
+            "timeout": "20",
+            "tools-TOTAL_FORMS": "0",
+            "tools-INITIAL_FORMS": "0",
+            "tools-MIN_NUM_FORMS": "0",
+            "tools-MAX_NUM_FORMS": "1000",
+        },
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    server = McpServer.objects.get(organization=org)
+    assert server.headers.splitlines() == [f"Authorization: {secret}", "X-Tenant: acme"]
+    page = client.get(reverse("admin:ops_app_mcpserver_change", args=[server.pk])).content.decode()
+    box = re.search(r'<textarea name="headers"[^>]*>(.*?)</textarea>', page, re.S)
+    assert box is not None and box.group(1).strip() == ""  # typed one per line, never shown back
+    assert "mcp-header-secret-7731" not in page
+    assert '<label class="secret-clear" for="id_headers_1">' in page
 
 
 def test_a_server_that_cannot_be_reached_is_reported_on_discovery(org):

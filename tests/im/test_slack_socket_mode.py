@@ -362,4 +362,4 @@ async def test_the_admin_takes_the_app_level_token_write_only_and_shows_no_webho
     page = await sync_to_async(change_page)()
 
     assert 'name="app_token"' in page and APP_TOKEN not in page
-    assert "None: Socket Mode" in page and f"/im/slack/{app.pk}/events" not in page
+    assert "Socket Mode: Slack calls no URL" in page and f"/im/slack/{app.pk}/events" not in page

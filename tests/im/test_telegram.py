@@ -276,7 +276,8 @@ def test_the_admin_never_shows_a_credential_and_tests_the_connection(org, org_ad
     failed = admin.post(
         "/admin/im_app/imapp/", {"action": "check_connection", "_selected_action": [app.pk]}, follow=True
     ).content.decode()
-    assert "failed: getMe: Unauthorized" in failed and "999:wrong" not in failed
+    assert "failed: getMe: HTTP 401" in failed and "999:wrong" not in failed
+    assert "Unauthorized" not in failed  # Telegram's own words are never shown (docs/security.md)
 
 
 def test_an_org_admin_sees_only_their_organizations_apps(org, other_org, org_admin, telegram):

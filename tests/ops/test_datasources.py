@@ -1,12 +1,13 @@
 """Data sources in the admin and at rest (docs/integrations.md): secrets encrypted and write-only,
-kept out of change events and audit rows; one default per kind; the "Test connection" action;
-one organization's data sources invisible to another's admins; the demo organization's from the
-environment."""
+kept out of change events and audit rows; one default per kind; the "Test connection" action and
+button; custom headers typed one per line; one organization's data sources invisible to another's
+admins; the demo organization's from the environment."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from io import StringIO
 
 import pytest
@@ -176,3 +177,46 @@ def test_bootstrap_creates_the_demo_organizations_data_sources_from_the_environm
         ("alertmanager", "http://alertmanager.demo:9093", True),
         ("prometheus", "http://prometheus.demo:9090", True),
     ]
+
+
+@pytest.mark.services
+def test_the_test_button_on_the_form_checks_that_one_data_source(client, org_admin, org, tmp_path):
+    with running_alertmanager("http://127.0.0.1:9/unused", tmp_path) as alertmanager:
+        good = save_data_source(
+            DataSource(organization=org, kind="alertmanager", name="am", url=alertmanager.url)
+        )
+        bad = save_data_source(
+            DataSource(organization=org, kind="prometheus", name="gone", url="http://127.0.0.1:9")
+        )
+        client.force_login(org_admin)
+        page = client.get(reverse("admin:ops_app_datasource_change", args=[good.pk])).content.decode()
+        test_url = reverse("admin:ops_app_datasource_test", args=[good.pk])
+        assert f'action="{test_url}"' in page and ">Test connection</button>" in page
+        answered = client.post(test_url, follow=True)
+        refused = client.post(reverse("admin:ops_app_datasource_test", args=[bad.pk]), follow=True)
+    assert answered.redirect_chain[-1][0] == reverse("admin:ops_app_datasource_change", args=[good.pk])
+    assert [str(m) for m in answered.context["messages"]] == [
+        "am (Alertmanager) answers: GET /api/v2/status: HTTP 200, the Alertmanager API"
+    ]
+    assert [str(m) for m in refused.context["messages"]] == [
+        "gone (Prometheus) FAILED: http://127.0.0.1:9: connection refused"
+    ]
+    assert client.get(test_url).status_code == 405  # only a POST calls the back end
+
+
+def test_custom_headers_are_a_multi_line_box_that_is_still_write_only(client, org_admin, org):
+    client.force_login(org_admin)
+    headers = f"X-Scope-OrgID: acme\r\nX-Api-Key: {HEADER_SECRET}"
+    response = client.post(
+        reverse("admin:ops_app_datasource_add"),
+        form_data(name="loki", kind="loki", auth="headers", custom_headers=headers),
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    source = DataSource.objects.get(organization=org, name="loki")
+    assert endpoint(org.pk, "loki").headers == {"X-Scope-OrgID": "acme", "X-Api-Key": HEADER_SECRET}
+
+    page = client.get(reverse("admin:ops_app_datasource_change", args=[source.pk])).content.decode()
+    box = re.search(r'<textarea name="custom_headers"[^>]*>(.*?)</textarea>', page, re.S)
+    assert box is not None and box.group(1).strip() == ""  # several lines can be typed; none shown back
+    assert HEADER_SECRET not in page and "X-Scope-OrgID: acme" not in page
+    assert '<label class="secret-clear" for="id_custom_headers_1">' in page

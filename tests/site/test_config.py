@@ -92,6 +92,9 @@ def test_the_public_url_for_im_links_defaults_to_the_local_server_and_loses_a_tr
     assert config.load({"SECRET_KEY": "k", "ONGRID_PUBLIC_URL": "https://ops.example/"}).public_url == (
         "https://ops.example"
     )
+    # Whether it was given: the IM admin shows absolute webhook URLs only then (docs/im.md).
+    assert not config.load({"SECRET_KEY": "k"}).public_url_set
+    assert config.load({"SECRET_KEY": "k", "ONGRID_PUBLIC_URL": "https://ops.example"}).public_url_set
 
 
 def test_the_egress_allow_list_comes_from_the_setting_and_the_deployments_own_urls():

@@ -3,6 +3,8 @@ own user agents, copies one to edit, and the next chat's worker runs the edited 
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.db import connections
 
@@ -38,8 +40,13 @@ def test_built_ins_are_listed_and_copy_to_edit_makes_the_override_the_next_chat_
     screenshot(page, "admin-agents-built-ins")
 
     row.get_by_text("Copy to edit").click()
-    page.get_by_role("button", name="Copy to edit").click()
-    page.wait_for_url("**/admin/agents_app/useragent/*/change/")
+    button = page.get_by_role("button", name="Copy to edit")
+    box = button.bounding_box()
+    assert box["width"] >= button.evaluate("b => b.scrollWidth")  # the whole label, not clipped
+    screenshot(page, "admin-persona-copy")
+    button.click()
+    page.wait_for_url(re.compile(r".*/admin/agents_app/useragent/add/\?copy_of=specialist-disk.*"))
+    assert not UserAgent.objects.filter(organization=org).exists()  # a draft until Save
     body = page.locator("#id_body")
     body.fill(body.input_value() + "\n\n" + EDITED)
     page.locator("input[name=_save]").click()

@@ -80,6 +80,8 @@ def test_pages_load_and_the_chat_works_without_a_csp_violation(page, daphne_serv
         f"/admin/auth/user/{oscar.pk}/change/",
         "/admin/auth/group/add/",
         "/admin/ops_app/incident/",
+        "/admin/im_app/imapp/add/",
+        "/admin/im_app/imapp/add/?platform=slack",
     ):
         visit(page, base + path)
 

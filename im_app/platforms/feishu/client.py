@@ -94,7 +94,12 @@ def _json(response, what: str) -> dict:
     try:
         answer = response.json()
     except ValueError:
-        raise PlatformError(f"{what}: HTTP {response.status_code}", response.status_code) from None
+        raise PlatformError(f"{what}: HTTP {response.status_code}", response.status_code, call=what) from None
     if answer.get("code") != 0:
-        raise PlatformError(f"{what}: {answer.get('msg') or answer.get('code')}", response.status_code)
+        raise PlatformError(
+            f"{what}: {answer.get('msg') or answer.get('code')}",
+            response.status_code,
+            call=what,
+            code=answer.get("code") if answer.get("code") is not None else "",
+        )
     return answer

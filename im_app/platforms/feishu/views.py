@@ -55,8 +55,3 @@ async def _pressed(app: IMApp, event: dict, event_id: str) -> str:
 
 
 urlpatterns = [path("im/feishu/<int:app_id>/events", events, name="im-feishu-events")]
-
-
-def webhook_address(app: IMApp) -> str:
-    """The event subscription URL the admin shows for this app."""
-    return f"/im/feishu/{app.pk}/events"

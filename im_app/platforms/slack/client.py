@@ -52,9 +52,16 @@ async def _call(base: str, token: str, method: str, body: dict) -> dict:
     try:
         answer = response.json()
     except ValueError:
-        raise PlatformError(f"{method}: HTTP {response.status_code}", response.status_code) from None
+        raise PlatformError(
+            f"{method}: HTTP {response.status_code}", response.status_code, call=method
+        ) from None
     if not answer.get("ok"):
-        raise PlatformError(f"{method}: {answer.get('error') or response.status_code}", response.status_code)
+        raise PlatformError(
+            f"{method}: {answer.get('error') or response.status_code}",
+            response.status_code,
+            call=method,
+            code=answer.get("error") or "",
+        )
     return answer
 
 

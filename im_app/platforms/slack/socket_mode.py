@@ -143,5 +143,5 @@ async def check(app: IMApp) -> str:
     try:
         await socket_mode_url(app)
     except PlatformError as exc:
-        raise PlatformError(f"Socket Mode refused the app-level token: {exc}") from exc
+        raise PlatformError(f"Socket Mode refused the app-level token: {exc.safe_reason()}") from exc
     return "Socket Mode ready"

@@ -8,11 +8,10 @@ import logging
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import path
-from django.utils.translation import gettext
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
-from im_app.models import ConnectionMode, IMApp, Platform
+from im_app.models import IMApp, Platform
 from im_app.platforms.slack import inbound
 from im_app.views import enabled_app
 
@@ -82,13 +81,3 @@ urlpatterns = [
     path("im/slack/<int:app_id>/interactions", interactions, name="im-slack-interactions"),
     path("im/slack/<int:app_id>/commands", commands, name="im-slack-commands"),
 ]
-
-
-def webhook_address(app: IMApp) -> str:
-    """The Request URLs the admin shows for this app (none in Socket Mode)."""
-    if app.connection_mode == ConnectionMode.POLLING:
-        return gettext("None: Socket Mode (manage.py ongrid_im connects to Slack with the app-level token).")
-    return (
-        f"/im/slack/{app.pk}/events  ({gettext('interactivity')}: "
-        f"/im/slack/{app.pk}/interactions, {gettext('slash command /new')}: /im/slack/{app.pk}/commands)"
-    )

@@ -21,10 +21,14 @@ class TelegramClient:
         try:
             answer = response.json()
         except ValueError:
-            raise PlatformError(f"{method}: HTTP {response.status_code}", response.status_code) from None
+            raise PlatformError(
+                f"{method}: HTTP {response.status_code}", response.status_code, call=method
+            ) from None
         if not answer.get("ok"):
             raise PlatformError(
-                f"{method}: {answer.get('description') or response.status_code}", response.status_code
+                f"{method}: {answer.get('description') or response.status_code}",
+                response.status_code,
+                call=method,
             )
         return answer.get("result")
 

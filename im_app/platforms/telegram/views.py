@@ -10,7 +10,7 @@ from django.urls import path
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
-from im_app.models import IMApp, Platform
+from im_app.models import Platform
 from im_app.platforms.telegram import inbound
 from im_app.views import enabled_app
 
@@ -35,8 +35,3 @@ async def webhook(request: HttpRequest, app_id: int, path: str) -> HttpResponse:
 
 
 urlpatterns = [path("im/telegram/<int:app_id>/<str:path>", webhook, name="im-telegram-webhook")]
-
-
-def webhook_address(app: IMApp) -> str:
-    """The webhook path the admin shows for this app (to register with setWebhook)."""
-    return f"/im/telegram/{app.pk}/{app.webhook_path}"
