@@ -20,6 +20,8 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext, pgettext_lazy
 
+from chat_app.channels import channel_choices
+from chat_app.models import MessageKind, MessageRole, SessionKind
 from web_app.rendering import EstateLinks, estate_links, render_answer
 
 register = template.Library()
@@ -123,4 +125,21 @@ STATUS_LABELS = {
 def status_label(value: str) -> str:
     """A status as the reader should see it; an unknown one as it is."""
     label = STATUS_LABELS.get(value)
+    return str(label) if label is not None else value
+
+
+# Stored codes the audit pages show, by what they name: the page shows the label in the reader's
+# language; the code itself stays the CSS class, the API's value and the filter's.
+CHOICES = {
+    "session_kind": lambda: SessionKind.choices,
+    "channel": channel_choices,
+    "message_role": lambda: MessageRole.choices,
+    "message_kind": lambda: MessageKind.choices,
+}
+
+
+@register.filter
+def label_of(value: str, what: str) -> str:
+    """`{{ node.kind|label_of:"session_kind" }}` → "Worker task"; an unknown code as it is."""
+    label = dict(CHOICES[what]()).get(value)
     return str(label) if label is not None else value
