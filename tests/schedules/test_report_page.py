@@ -176,3 +176,19 @@ def test_a_thousand_character_token_never_widens_the_page(org, report_page, widt
     assert widths["table"] == "auto"  # a wide table scrolls in its own box
     assert page.evaluate("window.reportScriptRan === undefined")
     assert page.locator(".narrative-text li").count() == 2
+
+
+def test_the_title_names_the_days_of_the_schedules_zone_in_the_readers_language(client, org, member):
+    schedule = make_schedule(org, "madrid", kind="report", persona="reporter", period="daily", prompt="")
+    schedule.timezone = "Europe/Madrid"
+    schedule.save(update_fields=["timezone"])
+    midnight_in_madrid = dt.datetime(2026, 3, 1, 23, 0, tzinfo=dt.UTC)
+    report = Report.objects.create(
+        organization=org, schedule=schedule, period="daily", period_start=midnight_in_madrid,
+        period_end=midnight_in_madrid + dt.timedelta(days=1), figures={}, narrative="",
+    )  # fmt: skip
+    client.force_login(member)
+    english = client.get(reverse("report", args=[report.pk])).content.decode()
+    assert "<h1>Daily report 2026-03-02 – 2026-03-03</h1>" in english
+    french = client.get(reverse("report", args=[report.pk]), HTTP_ACCEPT_LANGUAGE="fr").content.decode()
+    assert "<h1>Rapport quotidien 2 mars 2026 – 3 mars 2026</h1>" in french
