@@ -12,7 +12,7 @@ import zoneinfo
 
 from django.core.exceptions import ValidationError
 from django.db import models
-from django.utils import formats
+from django.utils import formats, timezone
 from django.utils.translation import gettext_lazy as _
 
 from ops_app.core import outbound
@@ -217,7 +217,8 @@ class ScheduleRun(TenantModel):
         indexes = [models.Index(fields=["organization", "-due_at"], name="schedulerun_org_due_idx")]
 
     def __str__(self) -> str:
-        return f"{self.schedule} @ {self.due_at:%Y-%m-%d %H:%M}"
+        due = formats.date_format(timezone.localtime(self.due_at), "SHORT_DATETIME_FORMAT")
+        return f"{self.schedule} @ {due}"
 
 
 class Report(TenantModel):
