@@ -13,9 +13,9 @@ from django.urls import reverse
 from fakes.llm_routing import tool_messages
 from fakes.openai_server import call, text, tool_calls
 from ops_app.models import ChangeEvent, Incident
-from schedules_app import runner, scheduler
+from schedules_app import figures, runner, scheduler
 from schedules_app.models import Report, ScheduleRun
-from tests.support.browser import log_in
+from tests.support.browser import log_in, screenshot
 from tests.support.schedules import make_schedule
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -49,7 +49,7 @@ def a_report(org, narrative: str = NARRATIVE) -> Report:
         period="daily",
         period_start=START,
         period_end=END,
-        figures={"window": {"start": START.isoformat(), "end": END.isoformat()}, "incidents": {}},
+        figures=figures.compute(org.pk, START, END),
         narrative=narrative,
     )
 
@@ -162,6 +162,7 @@ def test_a_thousand_character_token_never_widens_the_page(org, report_page, widt
     report = a_report(org)
     page = report_page(width, height, reverse(view, args=[report.pk]))
     page.wait_for_selector(".narrative-text h2")
+    screenshot(page, f"{view}-{width}")
     widths = page.evaluate(
         "() => ({page: document.documentElement.scrollWidth, viewport: window.innerWidth,"
         " column: document.querySelector('.narrative-text').getBoundingClientRect().width,"

@@ -19,6 +19,7 @@ from incidents_app.models import Investigation
 from ongrid_site import translation_pages
 from ops_app.models import Alert, ChangeEvent, Incident
 from schedules_app.models import Report
+from tests.support.browser import log_in, screenshot
 
 pytestmark = pytest.mark.django_db
 
@@ -146,6 +147,40 @@ def test_the_report_page_is_translated_with_local_dates(language, org, member):
     page = client_in(member, language).get(f"/reports/{report.pk}/").content.decode()
     label, window = REPORT[language]
     assert f"{label} 2" in visible(page) and window in visible(page)
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_in_a_chinese_browser_the_incident_and_audit_pages_read_in_chinese(
+    incident, auditor, daphne_server, browser, monkeypatch
+):
+    from django.db import connections
+
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    context = browser.new_context(
+        viewport={"width": 1200, "height": 900}, extra_http_headers={"Accept-Language": "zh-CN,zh;q=0.9"}
+    )
+    try:
+        page = context.new_page()
+        page.set_default_timeout(20_000)
+        log_in(page, daphne_server, "alice", "alice-pass-123")
+        page.goto(f"{daphne_server}/incidents/{incident.pk}/")
+        facts = page.inner_text(".incident-facts")
+        assert "严重" in facts and "已确认" in facts and "2026年11月30日" in facts
+        timeline = page.inner_text("#timeline")
+        assert "告警 HighLatency" in timeline and "alice 确认了事件" in timeline
+        assert "调查员结束时没有给出有效报告。" in page.inner_text("#investigation")
+        screenshot(page, "incident-zh-hans")
+        page.context.clear_cookies()
+        log_in(page, daphne_server, "audrey", "audrey-pass-123")
+        page.goto(f"{daphne_server}/audit/")
+        filters = page.inner_text(".audit-filters")
+        assert "类型" in filters and "状态" in filters and "渠道" in filters and "Kind" not in filters
+        assert "工作者任务" in page.inner_text(".sessions-table")  # the investigation's work session
+        screenshot(page, "audit-zh-hans")
+    finally:
+        context.close()
+        connections.close_all()
 
 
 def test_the_page_check_reports_english_that_skipped_gettext_and_nothing_else():
