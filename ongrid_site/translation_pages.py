@@ -150,6 +150,22 @@ def seed() -> tuple[dict[str, str], set[str], dict[str, object]]:
         summary=f"alice acknowledged incident {incident.title}", before={"status": "firing"},
         after={"status": "acknowledged"},
     )  # fmt: skip
+    findings = {
+        "summary": "Checkout fails because db-01 is down.",
+        "root_cause": "db-01 stopped answering.",
+        "patient_zero": {"kind": "device", "name": "db-01", "device_id": device.pk},
+        "causal_chain": ["db-01 down", "checkout times out"],
+        "symptoms": ["HighLatency firing"],
+        "evidence": [{"tool_call_id": "c1", "finding": "12% 5xx"}],
+        "confidence": 0.8,
+        "confidence_word": "high",
+        "next_actions": [{"action": "Restart db-01"}],
+        "ruled_out": [{"hypothesis": "a deploy", "why": "no change"}],
+    }
+    Investigation.objects.create(
+        organization=org, incident=incident, trigger="alertmanager", status="done", report=findings,
+        finished_at=AT + dt.timedelta(minutes=2),
+    )  # fmt: skip
     work = services.open_work_session(org.pk, "incident-investigator", "Investigate Checkout 5xx", "look")
     Investigation.objects.create(
         organization=org, incident=incident, trigger="manual", requested_by=member, status="inconclusive",
@@ -193,12 +209,24 @@ def seed() -> tuple[dict[str, str], set[str], dict[str, object]]:
         # The language menu: each language in its own words.
         *("English", "Español", "español", "Français", "français", "简体中文"),
     }  # fmt: skip
+    data.update(_strings(findings))
     # What changed in the estate is a record, like an agent's words: its summary and actor stay as
     # written (docs/i18n.md, "Not translated yet").
     for summary, actor in ChangeEvent.objects.filter(organization=org).values_list("summary", "actor_name"):
         data.update({summary, actor})
     urls["audit print"] = f"/audit/sessions/{work.pk}/print/"
     return urls, data, {"member": member, "auditor": auditor}
+
+
+def _strings(value) -> list[str]:
+    """Every string inside a JSON-like value: an agent's report is its own words."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
 
 
 def page_problems(seeded: tuple | None = None, languages: tuple[str, ...] = ("fr",)) -> list[str]:
