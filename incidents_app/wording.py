@@ -8,7 +8,7 @@ a sentence this module does not know (an agent's own words, an exception's text)
 
 from __future__ import annotations
 
-from django.utils.translation import gettext, gettext_lazy, pgettext_lazy
+from django.utils.translation import gettext, gettext_lazy, pgettext, pgettext_lazy
 
 from chat_app.stops import for_viewer
 from ops_app.models import Alert, ChangeEvent, Incident
@@ -64,6 +64,14 @@ def confidence(word: str) -> str:
     return str(label) if label is not None else word
 
 
+def actor(name: str) -> str:
+    """Who made a change: Ongrid's own "system" (ops_app.estate.change_events) in the reader's
+    words, a person's or an integration's name as it is."""
+    if not name or name == "system":
+        return pgettext("actor of a change", "system")
+    return name
+
+
 def alert_line(alert: Alert) -> str:
     """ "alert HighLatency firing", the status in the reader's words."""
     return gettext("alert %(name)s %(status)s") % {"name": alert.name, "status": alert.get_status_display()}
@@ -79,7 +87,7 @@ def step_line(tool: str, status: str) -> str:
 def change_line(change: ChangeEvent) -> str:
     """An incident change event: acknowledging, resolving and opening are retold from the row's
     fields (who, the new status, the note after the stored summary); any other is shown as stored."""
-    who = change.actor_name or gettext("someone")
+    who = actor(change.actor_name)
     status = (change.after or {}).get("status") if isinstance(change.after, dict) else None
     if change.resource_type == "incident" and change.action == ChangeEvent.Action.UPDATE:
         line = {

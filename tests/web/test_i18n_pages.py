@@ -30,12 +30,12 @@ INCIDENT = {
     "fr": {
         "words": ["Critique", "Pris en compte", "alerte HighLatency En cours", "a pris en compte l’incident",
                   "étape de l’investigation : get_incident_detail (ok)",
-                  "L’enquêteur a terminé sans rapport valide."],
+                  "L’enquêteur a terminé sans rapport valide.", "<strong>système</strong>"],
         "date": "30 nov. 2026 18:26",
     },
     "zh-hans": {
         "words": ["严重", "已确认", "告警 HighLatency", "确认了事件", "调查步骤：get_incident_detail",
-                  "调查员结束时没有给出有效报告。"],
+                  "调查员结束时没有给出有效报告。", "<strong>系统</strong>"],
         "date": "2026年11月30日 18:26",
     },
 }  # fmt: skip
@@ -88,6 +88,10 @@ def incident(org, member):
         action="update", resource_type="incident", resource_id=str(incident.pk),
         resource_name=incident.title, summary=f"alice acknowledged incident {incident.title}",
         before={"status": "firing"}, after={"status": "acknowledged"},
+    )  # fmt: skip
+    ChangeEvent.objects.create(
+        organization=org, occurred_at=AT - dt.timedelta(minutes=6), actor_name="system", action="update",
+        resource_type="device", resource_id="9", resource_name="db-01", summary="system changed device db-01",
     )  # fmt: skip
     session = services.open_work_session(org.pk, "incident-investigator", "investigate", "look")
     Investigation.objects.create(
