@@ -65,17 +65,27 @@ def _choices(choices) -> list[tuple[str, str]]:
 class SessionFilterForm(forms.Form):
     """The list's filters, shared by the page and the API so both answer the same question."""
 
+    # Every label is given (a field's default label is its English name) and lazy, like the
+    # choices: the page draws them in the reader's language (docs/i18n.md).
     q = forms.CharField(required=False, max_length=200, label=_("Search"))
-    user = forms.CharField(required=False, max_length=150, help_text=_("username"))
-    persona = forms.CharField(required=False, max_length=100)
-    kind = forms.ChoiceField(required=False, choices=_choices(SessionKind.choices))
-    status = forms.ChoiceField(required=False, choices=_choices(SessionStatus.choices))
+    user = forms.CharField(required=False, max_length=150, label=_("User"), help_text=_("username"))
+    persona = forms.CharField(required=False, max_length=100, label=_("Persona"))
+    kind = forms.ChoiceField(required=False, choices=_choices(SessionKind.choices), label=_("Kind"))
+    status = forms.ChoiceField(required=False, choices=_choices(SessionStatus.choices), label=_("Status"))
     # A callable: the IM platforms' channels are registered when their app is ready.
-    channel = forms.ChoiceField(required=False, choices=lambda: _choices(channel_choices()))
+    channel = forms.ChoiceField(
+        required=False, choices=lambda: _choices(channel_choices()), label=_("Channel")
+    )
     tool = forms.CharField(required=False, max_length=200, label=_("Tool used"))
     rejected = forms.BooleanField(required=False, label=_("Has a rejected proposal"))
-    since = forms.DateTimeField(required=False, help_text=_("created at or after"))
-    until = forms.DateTimeField(required=False, help_text=_("created before"))
+    since = forms.DateTimeField(
+        required=False,
+        label=pgettext_lazy("start of a time filter", "Since"),
+        help_text=_("created at or after"),
+    )
+    until = forms.DateTimeField(
+        required=False, label=pgettext_lazy("end of a time filter", "Until"), help_text=_("created before")
+    )
     top = forms.BooleanField(required=False, label=_("Coordinator sessions only"))
 
     def clean(self):

@@ -15,7 +15,7 @@ from django.utils.translation import gettext as _
 
 from audit_app.models import AuditLog
 from audit_app.queries import can_audit
-from incidents_app import actions
+from incidents_app import actions, wording
 from incidents_app.access import may_act
 from incidents_app.changes import likely_cause, what_changed
 from incidents_app.models import current_report, newest_first
@@ -53,6 +53,8 @@ def report_context(incident: Incident, viewer: Viewer) -> dict:
     report = (current.report if current else {}) or {}
     notice = latest if latest and not latest.is_open and latest != current else None
     return {
+        "notice_reason": wording.reason(notice.error) if notice else "",
+        "confidence_word": wording.confidence(report.get("confidence_word") or ""),
         "incident": incident,
         "latest": latest,
         "current": current,
@@ -120,10 +122,10 @@ def timeline_context(incident: Incident, steps: list) -> dict:
     )
     pressed, covered = actions.timeline_entries(incident, changes)
     timeline = sorted(
-        [(a.starts_at, f"alert {a.name} {a.status}") for a in incident.alerts.all()]
-        + [(c.occurred_at, c.summary) for c in changes if c.pk not in covered]
+        [(a.starts_at, wording.alert_line(a)) for a in incident.alerts.all()]
+        + [(c.occurred_at, wording.change_line(c)) for c in changes if c.pk not in covered]
         + pressed
-        + [(s.started_at, f"investigation step: {s.tool} ({s.status})") for s in steps],
+        + [(s.started_at, wording.step_line(s.tool, s.status)) for s in steps],
         key=lambda pair: pair[0],
     )
     history = newest_first(incident).select_related("requested_by")[:10]

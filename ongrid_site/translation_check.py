@@ -1,6 +1,6 @@
 """The translation check CI runs (`bin/check-translations`, docs/i18n.md).
 
-Two checks, both against the tree at `root`:
+Three checks, against the tree at `root`:
 
 1. Catalogs: `makemessages` for every shipped language and both domains (django, djangojs) is run
    on a temporary copy of the tree, so the committed catalogs are compared with what the sources
@@ -10,6 +10,10 @@ Two checks, both against the tree at `root`:
    `{{ variables }}`, the content of <script>, <style>, <code> and <pre>), then any text node, or any
    `title`, `placeholder`, `aria-label`, `alt`, `data-confirm` or button `value` attribute, that
    still holds a letter is reported. Proper names in `ALLOWED_WORDS` are not text to translate.
+3. Pages: the incident, audit, chat and schedules pages rendered over a seeded organization with
+   a marking translation (`ongrid_site/translation_pages.py`): English that reaches a page without
+   gettext (a form label left to its field's name, a stored code shown raw, a sentence built in
+   Python) is reported with the page it is on.
 """
 
 from __future__ import annotations
@@ -161,6 +165,22 @@ def _catalog_problems(catalog: Path, name: str) -> list[str]:
     return problems
 
 
+def page_problems(root: Path) -> list[str]:
+    """Run the rendered-pages check in its own process (it sets Django up on a scratch database)."""
+    env = dict(os.environ, SECRET_KEY=os.environ.get("SECRET_KEY") or "translation-check-only")
+    done = subprocess.run(
+        [sys.executable, "-m", "ongrid_site.translation_pages"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    found = [line for line in done.stdout.splitlines() if line.strip()]
+    if done.returncode and not found:
+        found = [f"the pages check failed: {done.stderr.strip()[-2000:]}"]
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Fail on untranslated strings (docs/i18n.md).")
     parser.add_argument("--root", type=Path, default=Path(__file__).resolve().parent.parent)
@@ -169,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     problems = template_problems(args.root)
     if not args.templates_only:
         problems += catalog_problems(args.root)
+        problems += page_problems(args.root)
     for problem in problems:
         print(problem)
     print("translations: ok" if not problems else f"translations: {len(problems)} problem line(s)")

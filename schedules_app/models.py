@@ -12,6 +12,7 @@ import zoneinfo
 
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.utils import formats, timezone
 from django.utils.translation import gettext_lazy as _
 
 from ops_app.core import outbound
@@ -216,7 +217,8 @@ class ScheduleRun(TenantModel):
         indexes = [models.Index(fields=["organization", "-due_at"], name="schedulerun_org_due_idx")]
 
     def __str__(self) -> str:
-        return f"{self.schedule} @ {self.due_at:%Y-%m-%d %H:%M}"
+        due = formats.date_format(timezone.localtime(self.due_at), "SHORT_DATETIME_FORMAT")
+        return f"{self.schedule} @ {due}"
 
 
 class Report(TenantModel):
@@ -261,6 +263,13 @@ class Report(TenantModel):
             Schedule.Period.WEEKLY: _("Weekly report %(start)s – %(end)s"),
             Schedule.Period.MONTHLY: _("Monthly report %(start)s – %(end)s"),
         }
-        dates = {"start": f"{self.period_start:%Y-%m-%d}", "end": f"{self.period_end:%Y-%m-%d}"}
+        dates = {"start": self._day(self.period_start), "end": self._day(self.period_end)}
         title = titles.get(self.period)
         return str(title) % dates if title else f"{self.period} report {dates['start']} – {dates['end']}"
+
+    def _day(self, at) -> str:
+        """The day the period starts or ends on in its schedule's zone (a Madrid daily report
+        starts at 23:00 UTC the day before), written the active language's way."""
+        name = (self.schedule.timezone if self.schedule_id and self.schedule else "") or "UTC"
+        local = at.astimezone(zoneinfo.ZoneInfo(name))
+        return formats.date_format(local.date(), "SHORT_DATE_FORMAT")

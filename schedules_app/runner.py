@@ -7,6 +7,8 @@ event loop. The agent runs in a root session of kind `work` with no user, linked
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
 import json
 import logging
 
@@ -208,7 +210,7 @@ async def _report(run: ScheduleRun, schedule: Schedule) -> delivery.Message:
             schedule.organization_id, persona.name, f"Scheduled report: {schedule.name}", prompt
         )
         await sync_to_async(_record)(run.pk, session_id=session.pk)
-        tools = build_toolbag(persona, load_builtin_tools(), coordinator=False)
+        tools = within_window(build_toolbag(persona, load_builtin_tools(), coordinator=False), start, end)
         outcome = await get_runtime().run_detached(session, persona, prompt, tools)
         narrative = outcome.text if outcome.status == "completed" else ""
         if not narrative:
@@ -253,10 +255,37 @@ async def _report(run: ScheduleRun, schedule: Schedule) -> delivery.Message:
     )
 
 
+def within_window(tools: list, start: dt.datetime, end: dt.datetime) -> list:
+    """The reporter's tools with the report's window as their default `since` / `until`.
+
+    The figures cover [start, end); a look-up the agent makes without a window would otherwise
+    cover the tool's own default (the last 24 hours before *now*), and the narrative would
+    describe another period than the figures beside it. An explicit argument still wins.
+    """
+    since, until = start.isoformat(), (end - dt.timedelta(microseconds=1)).isoformat()
+    bounded = []
+    for tool in tools:
+        names = set((tool.parameters or {}).get("properties", {}))
+        if not {"since", "until"} <= names:
+            bounded.append(tool)
+            continue
+
+        async def handler(ctx, _handler=tool.handler, **arguments):
+            arguments["since"] = arguments.get("since") or since
+            arguments["until"] = arguments.get("until") or until
+            return await _handler(ctx, **arguments)
+
+        bounded.append(dataclasses.replace(tool, handler=handler))
+    return bounded
+
+
 def _report_prompt(schedule: Schedule, numbers: dict) -> str:
+    start, end = numbers["window"]["start"], numbers["window"]["end"]
     return (
         f"Write the {schedule.get_period_display().lower()} operations report for the period "
-        f"{numbers['window']['start']} to {numbers['window']['end']} ({schedule.timezone}). "
+        f"from {start} (included) to {end} (excluded), UTC; the schedule's time zone is "
+        f"{schedule.timezone}. Write only about this period: when you look incidents or changes "
+        f"up, pass since={start} and until={end}. "
         "These figures are exact, from the database; quote them as they are, never recompute or "
         "invent numbers. Durations are in seconds.\n\n```json\n"
         + json.dumps(numbers, indent=1, sort_keys=True)

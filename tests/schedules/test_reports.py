@@ -198,7 +198,8 @@ def test_a_report_mail_is_written_in_each_recipients_language(
     assert set(by_recipient) == {("alice@example.com",), ("lead@example.com",)}
     french, english = by_recipient[("alice@example.com",)], by_recipient[("lead@example.com",)]
     start, end = f"{report.period_start:%Y-%m-%d}", f"{report.period_end:%Y-%m-%d}"
-    assert french.subject == f"[Ongrid] Rapport quotidien {start} – {end}"
+    # Dates in the French way: 2 mars 2026 (docs/i18n.md).
+    assert french.subject == "[Ongrid] Rapport quotidien 2 mars 2026 – 3 mars 2026"
     assert "Incidents ouverts : 3, résolus : 2" in french.body and "## Synthèse rédigée" in french.body
     assert "Narrative for the mail." in french.body  # the reporter's own words are kept
     assert english.subject == f"[Ongrid] Daily report {start} – {end}"

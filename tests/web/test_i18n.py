@@ -114,7 +114,8 @@ def test_a_user_in_mexico_city_sees_local_times_in_chat_audit_and_admin(member, 
     assert "2026-11-30 18:26:26" in audit and "2026-12-01 00:26" not in audit
     Incident.objects.create(organization=org, title="disco lleno", started_at=AT)
     admin = login(org_admin).get("/admin/ops_app/incident/").content.decode()
-    assert "2026-11-30 18:26" in admin and "2026-12-01 00:26" not in admin
+    # Dates are written the Spanish way (docs/i18n.md), in the viewer's zone.
+    assert "30 nov. 2026 18:26" in admin and "1 dic. 2026" not in admin
 
 
 def test_our_serializers_validation_errors_are_translated(org_admin, auditor):

@@ -16,6 +16,8 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 
 from audit_app import queries
+from chat_app.channels import channel_choices
+from chat_app.models import SessionKind, SessionStatus
 from web_app.tree import build_tree, call_detail, tree_totals
 
 
@@ -30,6 +32,20 @@ def auditor_required(view):
     return wrapper
 
 
+def with_labels(row: dict) -> dict:
+    """A session row with its kind, status and channel in the reader's words, for the page; the
+    API's JSON and the filters' values keep the stored codes."""
+    labels = {
+        "kind": dict(SessionKind.choices),
+        "status": dict(SessionStatus.choices),
+        "channel": dict(channel_choices()),
+    }
+    return {
+        **row,
+        **{f"{key}_label": str(names.get(row.get(key), row.get(key))) for key, names in labels.items()},
+    }
+
+
 @auditor_required
 def session_list(request: HttpRequest) -> HttpResponse:
     form = queries.SessionFilterForm(request.GET or None)
@@ -42,6 +58,7 @@ def session_list(request: HttpRequest) -> HttpResponse:
         size = queries.page_size(request.GET.get("limit"))
         rows = queries.filter_sessions(sessions, data, queries.audit_calls(request.user))
         page = queries.session_page(rows, request.GET.get("cursor"), size)
+        page.rows = [with_labels(row) for row in page.rows]
     except queries.BadCursor as error:
         return HttpResponseBadRequest(str(error))
     following = None

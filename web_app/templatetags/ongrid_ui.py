@@ -1,9 +1,12 @@
 """Template helpers every page shares: agent text as safe linked HTML, and one way of showing time.
 
-Time: every date on the chat, audit and admin pages reads the same way ("2026-12-01 19:26"), in
-the viewer's zone (activated per request by `web_app.timezones.ViewerTimezoneMiddleware`), with the
-zone and the full timestamp on hover. `ago` says "3 min ago" where recency matters more than the
-clock (sidebar, chat messages); the absolute time stays in the tooltip.
+Time: every date on the chat, audit, incident and report pages is written the way the reader's
+language writes it (`ongrid_site/formats/<language>/formats.py`: "2026-12-01 19:26" in English,
+"1 déc. 2026 19:26" in French, "2026年12月1日 19:26" in Chinese), in the viewer's zone (activated
+per request by `web_app.timezones.ViewerTimezoneMiddleware`), with the zone and the full ISO-style
+timestamp on hover and in `datetime="…"` for machines. `ago` says "3 min ago" (translated) where
+recency matters more than the clock (sidebar, chat messages); the absolute time stays in the
+tooltip.
 """
 
 from __future__ import annotations
@@ -11,18 +14,19 @@ from __future__ import annotations
 from datetime import datetime
 
 from django import template
-from django.utils import timezone
+from django.utils import formats, timezone
 from django.utils.dateformat import format as date_format
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
-from django.utils.translation import pgettext_lazy
+from django.utils.translation import gettext, pgettext_lazy
 
+from chat_app.channels import channel_choices
+from chat_app.models import MessageKind, MessageRole, SessionKind
 from web_app.rendering import EstateLinks, estate_links, render_answer
 
 register = template.Library()
 
-SHORT = "Y-m-d H:i"
-FULL = "Y-m-d H:i:s"
+FULL = "Y-m-d H:i:s"  # the tooltip: the exact instant, the same in every language
 
 
 def _local(value: datetime) -> datetime:
@@ -35,19 +39,30 @@ def _zone_label(value: datetime) -> str:
     return f"{name} (UTC{offset[:3]}:{offset[3:]})" if offset else name
 
 
+def local_datetime(value: datetime, seconds: bool = False) -> str:
+    """`value` in the viewer's zone, written the active language's way (its SHORT_DATETIME_FORMAT);
+    `seconds` adds them (24-hour clock in every shipped language)."""
+    local = _local(value)
+    if seconds:
+        return f"{formats.date_format(local, 'SHORT_DATE_FORMAT')} {date_format(local, 'H:i:s')}"
+    return formats.date_format(local, "SHORT_DATETIME_FORMAT")
+
+
 def relative(value: datetime, now: datetime | None = None) -> str:
-    """'just now', '3 min ago', '5 h ago', 'yesterday', else the short date."""
+    """'just now', '3 min ago', '5 h ago', 'yesterday' in the active language, else the local date."""
     now = now or timezone.now()
     seconds = (now - value).total_seconds()
     if seconds < 45:
-        return "just now"
+        return gettext("just now")
     if seconds < 3600:
-        return f"{round(seconds / 60) or 1} min ago"
+        minutes = round(seconds / 60) or 1
+        return gettext("%(count)d min ago") % {"count": minutes}
     if seconds < 86400:
-        return f"{int(seconds // 3600)} h ago"
+        hours = int(seconds // 3600)
+        return gettext("%(count)d h ago") % {"count": hours}
     if seconds < 2 * 86400:
-        return "yesterday"
-    return date_format(_local(value), SHORT)
+        return gettext("yesterday")
+    return local_datetime(value)
 
 
 def _time_tag(value, text: str) -> SafeString:
@@ -58,10 +73,11 @@ def _time_tag(value, text: str) -> SafeString:
 
 @register.filter
 def when(value, precision: str = "") -> SafeString | str:
-    """`{{ row.created_at|when }}` → 2026-12-01 19:26 in the viewer's zone; `|when:"s"` adds seconds."""
+    """`{{ row.created_at|when }}` → the local time in the reader's language ("2026-12-01 19:26",
+    "1 déc. 2026 19:26"); `|when:"s"` adds seconds."""
     if not isinstance(value, datetime):
         return "—" if value in (None, "") else str(value)
-    return _time_tag(value, date_format(_local(value), FULL if precision == "s" else SHORT))
+    return _time_tag(value, local_datetime(value, seconds=precision == "s"))
 
 
 @register.filter
@@ -109,4 +125,21 @@ STATUS_LABELS = {
 def status_label(value: str) -> str:
     """A status as the reader should see it; an unknown one as it is."""
     label = STATUS_LABELS.get(value)
+    return str(label) if label is not None else value
+
+
+# Stored codes the audit pages show, by what they name: the page shows the label in the reader's
+# language; the code itself stays the CSS class, the API's value and the filter's.
+CHOICES = {
+    "session_kind": lambda: SessionKind.choices,
+    "channel": channel_choices,
+    "message_role": lambda: MessageRole.choices,
+    "message_kind": lambda: MessageKind.choices,
+}
+
+
+@register.filter
+def label_of(value: str, what: str) -> str:
+    """`{{ node.kind|label_of:"session_kind" }}` → "Worker task"; an unknown code as it is."""
+    label = dict(CHOICES[what]()).get(value)
     return str(label) if label is not None else value

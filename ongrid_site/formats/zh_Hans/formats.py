@@ -1,3 +1,7 @@
-"""The same ISO-style times in every language (see ongrid_site/formats/en/formats.py)."""
+"""Dates as Simplified Chinese writes them: 2026年12月1日 19:26, 24-hour, in the viewer's zone."""
 
-from ongrid_site.formats.en.formats import *  # noqa: F403
+DATE_FORMAT = "Y年n月j日"
+DATETIME_FORMAT = "Y年n月j日 H:i"
+TIME_FORMAT = "H:i"
+SHORT_DATE_FORMAT = "Y年n月j日"
+SHORT_DATETIME_FORMAT = "Y年n月j日 H:i"
