@@ -13,6 +13,7 @@ deletes inside `audit_app.immutability.purging()`.
 from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from audit_app.immutability import AppendOnlyModel, AppendOnlyQuerySet
 from ops_app.models.tenancy import TenantModel, TenantQuerySet
@@ -28,6 +29,19 @@ class ToolStatus(models.TextChoices):
     REJECTED = "rejected", _("Rejected")
     DEDUPED = "deduped", _("Deduplicated")
     KILLED = "killed", _("Killed")
+
+
+# A tool call's status in a reader's words (the chat's tiles, the incident timeline): lower-case
+# and plainer than the admin's choice labels; one table so each surface says the same.
+TOOL_STATUS_WORDS = {
+    ToolStatus.OK: pgettext_lazy("tool call status", "ok"),
+    ToolStatus.ERROR: pgettext_lazy("tool call status", "error"),
+    ToolStatus.TIMEOUT: pgettext_lazy("tool call status", "timeout"),
+    ToolStatus.REDIRECT: pgettext_lazy("tool call status", "redirect"),
+    ToolStatus.REJECTED: pgettext_lazy("tool call status", "rejected"),
+    ToolStatus.DEDUPED: pgettext_lazy("tool call status", "deduplicated"),
+    ToolStatus.KILLED: pgettext_lazy("tool call status", "stopped"),
+}
 
 
 class AuditLog(AppendOnlyModel, TenantModel):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from django.utils.translation import gettext, gettext_lazy, pgettext, pgettext_lazy
 
+from audit_app.models import TOOL_STATUS_WORDS
 from chat_app.stops import for_viewer
 from ops_app.models import Alert, ChangeEvent, Incident
 
@@ -29,17 +30,6 @@ REASONS = {
     ),
 }
 
-# A tool call's audit status, as the chat names them (same contexts, so the same translations).
-STEP_STATUSES = {
-    "ok": pgettext_lazy("tool call status", "ok"),
-    "error": pgettext_lazy("tool call status", "error"),
-    "timeout": pgettext_lazy("tool call status", "timeout"),
-    "redirect": pgettext_lazy("tool call status", "redirect"),
-    "rejected": pgettext_lazy("tool call status", "rejected"),
-    "deduped": pgettext_lazy("tool call status", "deduplicated"),
-    "killed": pgettext_lazy("tool call status", "stopped"),
-}
-
 CONFIDENCE = {
     "low": pgettext_lazy("confidence", "low"),
     "medium": pgettext_lazy("confidence", "medium"),
@@ -55,7 +45,7 @@ def reason(text: str) -> str:
 
 
 def step_status(status: str) -> str:
-    label = STEP_STATUSES.get(status)
+    label = TOOL_STATUS_WORDS.get(status)  # as the chat names it
     return str(label) if label is not None else status
 
 

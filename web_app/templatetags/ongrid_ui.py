@@ -20,6 +20,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext, pgettext_lazy
 
+from audit_app.models import TOOL_STATUS_WORDS
 from chat_app.channels import channel_choices
 from chat_app.models import MessageKind, MessageRole, SessionKind
 from web_app.rendering import EstateLinks, estate_links, render_answer
@@ -106,13 +107,7 @@ def agent_text(context, text: str, organization_id: int | None = None) -> SafeSt
 # The states a tool call or an agent shows in the chat (audit_app.models.ToolStatus and the
 # session statuses), in the reader's words. The value itself stays the CSS class and data-status.
 STATUS_LABELS = {
-    "ok": pgettext_lazy("tool call status", "ok"),
-    "error": pgettext_lazy("tool call status", "error"),
-    "timeout": pgettext_lazy("tool call status", "timeout"),
-    "redirect": pgettext_lazy("tool call status", "redirect"),
-    "rejected": pgettext_lazy("tool call status", "rejected"),
-    "deduped": pgettext_lazy("tool call status", "deduplicated"),
-    "killed": pgettext_lazy("tool call status", "stopped"),
+    **TOOL_STATUS_WORDS,
     "pending": pgettext_lazy("agent status", "pending"),
     "running": pgettext_lazy("agent status", "running"),
     "completed": pgettext_lazy("agent status", "completed"),
