@@ -162,8 +162,9 @@ def worker_main(name: str, status_path: str) -> None:
             host = turn_host()
             loop = host.loop()
             with contextlib.suppress(RuntimeError):  # the loop's task set changed while counted
-                tasks = len(asyncio.all_tasks(loop))
-                Path(status_path).write_text(json.dumps({"running": host.running, "tasks": tasks}))
+                tasks = [repr(task.get_coro())[:160] for task in asyncio.all_tasks(loop)]
+                status = {"running": host.running, "tasks": len(tasks), "task_names": tasks[:5]}
+                Path(status_path).write_text(json.dumps(status))
             time.sleep(0.5)
 
     threading.Thread(target=report, daemon=True).start()
@@ -210,6 +211,7 @@ class Report:
     left_running: int = 0
     host_running_end: int = 0
     host_tasks_end: int = 0
+    host_tasks_left: list[str] = field(default_factory=list)  # what those tasks run, for the log
 
     def growth_kib(self) -> dict[str, int]:
         return {name: self.end_rss_kib[name] - self.warm_rss_kib.get(name, 0) for name in self.end_rss_kib}
@@ -232,7 +234,10 @@ class Report:
         if self.left_running:
             found.append(f"{self.left_running} sessions left running")
         if self.host_running_end or self.host_tasks_end:
-            found.append(f"turn hosts still carry {self.host_running_end} turns, {self.host_tasks_end} tasks")
+            found.append(
+                f"turn hosts still carry {self.host_running_end} turns, {self.host_tasks_end} tasks: "
+                f"{self.host_tasks_left}"
+            )
         return found
 
 
@@ -337,15 +342,16 @@ async def _drive(base_url: str, token: str, report: Report, progress: list[int])
         await asyncio.gather(*(_client(http, queue, report, progress) for _ in range(report.clients)))
 
 
-def _settled(stack: Stack, timeout: float = 30.0) -> tuple[int, int]:
-    """(turns, tasks) the worker hosts carry once they had `timeout` seconds to wind down."""
+def _settled(stack: Stack, timeout: float = 60.0) -> tuple[int, int, list[str]]:
+    """(turns, tasks, what the tasks run) the worker hosts carry once they had `timeout` seconds
+    to wind down (returns as soon as they are idle; a loaded machine takes longer than an idle one)."""
     deadline = time.monotonic() + timeout
     while True:
         statuses = [stack.status_of(w) for w in stack.workers]
         running = sum(s.get("running", 0) for s in statuses)
         tasks = sum(s.get("tasks", 0) for s in statuses)
         if (running == 0 and tasks == 0) or time.monotonic() > deadline:
-            return running, tasks
+            return running, tasks, [name for s in statuses for name in s.get("task_names", [])]
         time.sleep(0.5)
 
 
@@ -367,7 +373,7 @@ def soak(
     report.end_rss_kib = sampler.samples[-1].rss_kib
     report.peak_connections = sampler.peak
     report.connection_bounds = {WEB: stack.pool_size, WORKER: stack.pool_size * len(stack.workers)}
-    report.host_running_end, report.host_tasks_end = _settled(stack)
+    report.host_running_end, report.host_tasks_end, report.host_tasks_left = _settled(stack)
     with psycopg.connect(stack.database_url, autocommit=True) as db:
         row = db.execute("SELECT count(*) FROM chat_sessions WHERE status = 'running'").fetchone()
         report.left_running = row[0]

@@ -119,6 +119,7 @@ def marking(language: str) -> Iterator[None]:
 def seed() -> tuple[dict[str, str], set[str], dict[str, object]]:
     """A small organization with one of everything the covered pages show; returns the pages'
     URLs, the seeded values that are data (not words to translate), and the users to log in as."""
+    from agents_app.api import GET_INCIDENT_DETAIL
     from agents_app.models import MutatingProposal  # noqa: F401 - the gate's table exists
     from audit_app.models import AuditLog
     from chat_app import services
@@ -173,7 +174,7 @@ def seed() -> tuple[dict[str, str], set[str], dict[str, object]]:
         finished_at=AT + dt.timedelta(minutes=8),
     )  # fmt: skip
     AuditLog.objects.create(
-        organization=org, session=work, tool="get_incident_detail", status="ok",
+        organization=org, session=work, tool=GET_INCIDENT_DETAIL.name, status="ok",
         started_at=AT + dt.timedelta(minutes=5), tool_call_id="c1",
     )  # fmt: skip
     chat = services.start_chat(member, title="disk on db-01")
@@ -203,7 +204,7 @@ def seed() -> tuple[dict[str, str], set[str], dict[str, object]]:
     }
     data = {
         org.name, "alice", "audrey", device.name, device.address, incident.title, "checkout", "HighLatency",
-        "get_incident_detail", "incident-investigator", work.title, chat.title, "why is the disk full?",
+        GET_INCIDENT_DETAIL.name, "incident-investigator", work.title, chat.title, "why is the disk full?",
         "Rotated logs.", schedule.name, "reporter", "Calm.", "default", "look",
         "offline",  # the offline model's name, in the audit's usage columns
         # The language menu: each language in its own words.

@@ -51,7 +51,7 @@ def ask(user, question: str) -> tuple[str, list[AuditLog]]:
     return (result.text if result else ""), list(AuditLog.objects.filter(session_id__in=tree))
 
 
-@pytest.mark.parametrize("language", ["en", "fr"])
+@pytest.mark.parametrize("language", ["en", "es", "fr", "zh-hans"])
 def test_every_example_prompt_of_the_demo_is_answered_from_tools_that_worked(client, demo_admin, language):
     prompts = examples_on_the_empty_chat(client, demo_admin, language)
     assert len(prompts) == 4, prompts

@@ -33,7 +33,7 @@ def test_soak_stays_flat_and_bounded(member, tmp_path):
     print(summary(report))
     assert report.answered == 60 and not report.wrong, report.wrong[:3]
     assert report.left_running == 0
-    assert (report.host_running_end, report.host_tasks_end) == (0, 0)
+    assert (report.host_running_end, report.host_tasks_end) == (0, 0), report.host_tasks_left
     assert 0 < report.peak_connections[WEB] <= 6
     assert 0 < report.peak_connections[WORKER] <= 12
     assert max(s.host_running for s in report.samples) > 0  # the sampler did see turns in flight

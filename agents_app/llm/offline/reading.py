@@ -22,17 +22,22 @@ _IP = re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}\b")
 _URL = re.compile(r"https?://[^\s\"'<>)]+")
 _PATH = re.compile(r"(?<![\w:/.])/(?:[\w.\-]+/?)*")
 _DOMAIN = re.compile(r"\b(?:[a-z0-9-]+\.)+[a-z]{2,}\b", re.IGNORECASE)
+_HAN = re.compile(r"[\u3400-\u9fff]")
+_CJK_TERMS = frozenset(term for symptoms in CONCEPTS for term in symptoms if _HAN.search(term))
 _NUMBER = re.compile(r"(?<![\w-])(#?)(\d+)\b")
 # "on web", "host db-primary", "server ongrid-manager": the word after such a cue names a device even
 # without the digits `DEVICE` expects.
 _DEVICE_CUE = re.compile(
-    r"\b(?:on|host|server|device|node|machine)\s+([a-z][a-z0-9]*(?:[-.][a-z0-9]+)+)\b", re.IGNORECASE
+    r"\b(?:on|host|server|device|node|machine)\s+([a-z][a-z0-9]*(?:[-.][a-z0-9]+)+)\b"
+    r"|\b([a-z][a-z0-9]*(?:[-.][a-z0-9]+)+)\s*(?:上|的)",  # Chinese puts the cue after: "web 上", "web 的"
+    re.IGNORECASE,
 )
 
 
 def words(text: str) -> set[str]:
-    """Lower-cased content words, crudely singularised, so 'disks' meets 'disk'."""
-    found = set()
+    """Lower-cased content words, crudely singularised, so 'disks' meets 'disk'; in Chinese, which
+    puts no spaces between words, the vocabulary's own terms found anywhere in the text."""
+    found = {term for term in _CJK_TERMS if term in text}
     for word in re.findall(r"\w+", text.lower()):
         if word in STOPWORDS or len(word) < 2:
             continue
@@ -110,7 +115,8 @@ class Facts:
     def of(cls, text: str) -> Facts:
         urls = _URL.findall(text)
         without_urls = _URL.sub(" ", text)
-        devices = DEVICE.findall(without_urls) + _IP.findall(without_urls) + _DEVICE_CUE.findall(without_urls)
+        cued = [before or after for before, after in _DEVICE_CUE.findall(without_urls)]
+        devices = DEVICE.findall(without_urls) + _IP.findall(without_urls) + cued
         return cls(
             text=text,
             devices=list(dict.fromkeys(devices)),

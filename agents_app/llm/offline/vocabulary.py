@@ -56,16 +56,18 @@ DOMAIN_CONCEPTS = {
     frozenset({"dns", "resolve", "resolution", "resolver", "nxdomain", "resolución", "résolution"}):
         {"dns", "reachability"},
     frozenset({"reach", "unreachable", "connect", "refused", "partition"}): {"reachability", "connectivity"},
-    frozenset({"full", "space", "inode", "disco", "lleno", "espacio", "disque", "plein", "espace"}):
+    frozenset({"full", "space", "inode", "disco", "lleno", "espacio", "disque", "plein", "espace", "磁盘"}):
         {"disk", "filesystem"},
     frozenset({"cpu", "memory", "oom", "load", "swap", "memoria", "mémoire", "carga", "charge", "processus",
-               "proceso"}): {"host", "load", "process"},
+               "proceso", "内存", "负载", "进程"}): {"host", "load", "process"},
 }  # fmt: skip
 # …generic ones only that *something* is (it fails, errors, is slow).
 FAILURE_CONCEPTS = {
     frozenset({"fail", "failing", "failed", "failure", "error", "down", "broken", "outage", "500", "502",
                "503", "5xx", "crash", "crashing", "firing", "alert", "page", "paged", "falla", "fallo",
-               "errore", "caído", "erreur", "panne", "échoue"}): {"incident", "root", "cause", "alert"},
+               "errore", "caído", "erreur", "panne", "échoue", "alerta", "alertando", "alerte", "告警",
+               "故障", "错误"}):
+        {"incident", "root", "cause", "alert"},
     frozenset({"slow", "latency", "timeout", "timing", "lento", "lent", "lente"}): {"latency", "incident"},
 }  # fmt: skip
 CONCEPTS = {**DOMAIN_CONCEPTS, **FAILURE_CONCEPTS}
