@@ -178,8 +178,9 @@ def test_a_tree_costs_a_fixed_number_of_queries(
     client.force_login(auditor)
     # session, user, role, membership, organization, the root; sessions, calls, messages, LLM usage
     # (per session, endpoint and model: the totals per endpoint come from it); and the gate's
-    # proposals once its model is installed; the offline banner's look for an organization endpoint
-    with django_assert_max_num_queries(12):
+    # proposals once its model is installed; the offline banner's look for an organization endpoint;
+    # the organization's device names (linked to their pages in the rendered text)
+    with django_assert_max_num_queries(13):
         page = client.get(reverse("audit-session", args=[chat.pk]))
     assert page.content.count(b'<strong class="persona">reviewer</strong>') == size
     # the reviewers' calls on the deployment's endpoint, and the workers' on up to three others
