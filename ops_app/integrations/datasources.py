@@ -106,7 +106,14 @@ def endpoint_of(source: DataSource) -> Endpoint:
 
 def configured_in_environment(kind: str) -> bool:
     """True when the deployment names a back end of `kind` for every organization (PROMETHEUS_URL…)."""
-    return bool(getattr(settings.CONFIG, ENVIRONMENT[kind], ""))
+    return _environment_endpoint(kind) is not None
+
+
+def configured(organization_id: int, kind: str) -> bool:
+    """Whether a tool of `kind` has a back end for the organization: one existence query, no
+    credentials decrypted (`endpoint` builds the whole connection)."""
+    own = DataSource.objects.for_organization(organization_id).filter(kind=kind)
+    return configured_in_environment(kind) or own.exists()
 
 
 def _environment_endpoint(kind: str) -> Endpoint | None:

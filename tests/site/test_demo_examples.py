@@ -75,3 +75,18 @@ def test_a_demo_device_at_a_documentation_address_is_refused_before_any_connecti
     message = str(refused.value)
     assert "documentation address 192.0.2.21" in message and "demo estate" in message
     assert "host-key" not in message and "…" not in message  # told whole, not a key error cut short
+
+
+def test_the_metrics_question_is_offered_once_the_organization_has_a_prometheus(client, demo_admin):
+    from ops_app.integrations.datasources import save_data_source
+    from ops_app.models import DataSource
+
+    assert not [p for p in examples_on_the_empty_chat(client, demo_admin, "en") if "metrics" in p]
+    organization = Device.objects.get(name="ongrid-manager").organization
+    save_data_source(
+        DataSource(
+            organization=organization, name="prom", kind=DataSource.Kind.PROMETHEUS, url="http://127.0.0.1:9"
+        )
+    )
+    prompts = examples_on_the_empty_chat(client, demo_admin, "en")
+    assert "Is anything unusual in the last hour of metrics for ongrid-manager?" in prompts, prompts

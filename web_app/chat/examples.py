@@ -39,7 +39,7 @@ def example_prompts(organization_id: int | None, limit: int = 4) -> list[str]:
         if device is not None:
             named = {"device": device.name}
             prompts.append(gettext("How full are the disks on %(device)s, and what is growing?") % named)
-            if datasources.endpoint(organization_id, DataSource.Kind.PROMETHEUS) is not None:
+            if datasources.configured(organization_id, DataSource.Kind.PROMETHEUS):
                 prompts.append(
                     gettext("Is anything unusual in the last hour of metrics for %(device)s?") % named
                 )
