@@ -25,6 +25,7 @@ class DataSource(TenantModel):
         LOKI = "loki", "Loki"
         TEMPO = "tempo", "Tempo"
         ALERTMANAGER = "alertmanager", "Alertmanager"
+        KUBERNETES = "kubernetes", "Kubernetes"
 
     class Auth(models.TextChoices):
         NONE = "none", _("None")
@@ -39,7 +40,13 @@ class DataSource(TenantModel):
     )
     kind = models.CharField(verbose_name=_("kind"), max_length=20, choices=Kind.choices)
     url = models.URLField(
-        verbose_name=_("URL"), max_length=500, help_text=_("Base URL, e.g. http://prometheus:9090")
+        verbose_name=_("URL"),
+        max_length=500,
+        blank=True,
+        help_text=_(
+            "Base URL, e.g. http://prometheus:9090; for a cluster its API server, e.g. "
+            "https://10.0.0.1:6443 (taken from the kubeconfig when one is pasted)."
+        ),
     )
     auth = models.CharField(verbose_name=_("auth"), max_length=10, choices=Auth.choices, default=Auth.NONE)
     username = models.CharField(
@@ -58,6 +65,26 @@ class DataSource(TenantModel):
     )
     ca_bundle = models.TextField(
         verbose_name=_("CA bundle"), blank=True, help_text=_("PEM certificates to trust (a private CA).")
+    )
+    kubeconfig = EncryptedTextField(
+        verbose_name=_("kubeconfig"),
+        blank=True,
+        help_text=_(
+            "Kubernetes only, instead of URL + bearer token + CA bundle: a pasted kubeconfig with "
+            "inline credentials (token or client certificate data; no files, no exec plugins)."
+        ),
+    )
+    kube_context = models.CharField(
+        verbose_name=_("kubeconfig context"),
+        max_length=200,
+        blank=True,
+        help_text=_("The kubeconfig's context to use (default: its current-context)."),
+    )
+    namespaces = models.CharField(
+        verbose_name=_("namespaces"),
+        max_length=1000,
+        blank=True,
+        help_text=_("Kubernetes only: the namespaces the agents may read and change, comma-separated (empty: all)."),
     )
     timeout = models.FloatField(
         verbose_name=_("timeout (seconds)"), default=10.0, help_text=_("Seconds per request.")
@@ -116,6 +143,26 @@ class LLMEndpoint(TenantModel):
         verbose_name=_("default model"),
         max_length=200,
         help_text=_("Used unless a persona names its own model."),
+    )
+    kubeconfig = EncryptedTextField(
+        verbose_name=_("kubeconfig"),
+        blank=True,
+        help_text=_(
+            "Kubernetes only, instead of URL + bearer token + CA bundle: a pasted kubeconfig with "
+            "inline credentials (token or client certificate data; no files, no exec plugins)."
+        ),
+    )
+    kube_context = models.CharField(
+        verbose_name=_("kubeconfig context"),
+        max_length=200,
+        blank=True,
+        help_text=_("The kubeconfig's context to use (default: its current-context)."),
+    )
+    namespaces = models.CharField(
+        verbose_name=_("namespaces"),
+        max_length=1000,
+        blank=True,
+        help_text=_("Kubernetes only: the namespaces the agents may read and change, comma-separated (empty: all)."),
     )
     timeout = models.FloatField(
         verbose_name=_("timeout (seconds)"), default=60.0, help_text=_("Seconds per request.")
@@ -188,6 +235,26 @@ class McpServer(TenantModel):
         verbose_name=_("headers"),
         blank=True,
         help_text=_("HTTP headers, one `Name: value` per line (e.g. Authorization: Bearer ...)."),
+    )
+    kubeconfig = EncryptedTextField(
+        verbose_name=_("kubeconfig"),
+        blank=True,
+        help_text=_(
+            "Kubernetes only, instead of URL + bearer token + CA bundle: a pasted kubeconfig with "
+            "inline credentials (token or client certificate data; no files, no exec plugins)."
+        ),
+    )
+    kube_context = models.CharField(
+        verbose_name=_("kubeconfig context"),
+        max_length=200,
+        blank=True,
+        help_text=_("The kubeconfig's context to use (default: its current-context)."),
+    )
+    namespaces = models.CharField(
+        verbose_name=_("namespaces"),
+        max_length=1000,
+        blank=True,
+        help_text=_("Kubernetes only: the namespaces the agents may read and change, comma-separated (empty: all)."),
     )
     timeout = models.FloatField(
         verbose_name=_("timeout (seconds)"), default=30.0, help_text=_("Seconds per tool call.")
