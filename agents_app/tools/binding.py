@@ -21,15 +21,19 @@ def with_data_sources(tool: Tool, names: list[str]) -> Tool:
     if not names:
         return tool
     listing = f"{names[0]} (default)" + "".join(f", {name}" for name in names[1:])
-    description = f"{tool.description} Data sources (`datasource`): {listing}."
+    if "cluster" in tool.parameters.get("properties", {}):  # what the Kubernetes tools call theirs
+        description = f"{tool.description} Clusters (`cluster`): {listing}."
+    else:
+        description = f"{tool.description} Data sources (`datasource`): {listing}."
     return dataclasses.replace(tool, description=description)
 
 
 def unconfigured(tool: Tool, kind: str) -> Tool:
     """`tool` whose description says its back end is missing here, so no step is spent calling it
     (it stays listed: a persona naming it still loads, and a call still answers `not_configured`)."""
-    variable = datasources.VARIABLE[kind]
-    note = f"{UNCONFIGURED} (no {kind} data source, {variable} unset): do not call it."
+    variable = datasources.VARIABLE.get(kind)
+    unset = f", {variable} unset" if variable else ""
+    note = f"{UNCONFIGURED} (no {kind} data source{unset}): do not call it."
     return dataclasses.replace(tool, description=f"{tool.description} {note}")
 
 

@@ -11,7 +11,7 @@ from django.utils.translation import gettext_lazy as _
 
 from ops_app.admin.scoping import TenantScopedAdmin
 from ops_app.admin.test_button import TestOnFormMixin
-from ops_app.integrations import datasources, llm_endpoints, mcp_servers
+from ops_app.integrations import datasources, kubernetes, llm_endpoints, mcp_servers
 from ops_app.models import DataSource, LLMEndpoint, McpServer, McpTool
 from ops_app.tenancy.scoping import sees_all_tenants
 
@@ -37,10 +37,14 @@ class DataSourceForm(NameUniqueInOrganization, forms.ModelForm):
     """Secrets (the token or password, the custom headers) are write-only `SecretFormField`s."""
 
     url = forms.URLField(
-        max_length=500, assume_scheme="http", help_text=DataSource._meta.get_field("url").help_text
+        max_length=500,
+        required=False,
+        assume_scheme="http",
+        help_text=DataSource._meta.get_field("url").help_text,
     )
     # Several headers, one `Name: value` per line: a text area, still write-only.
     custom_headers = DataSource._meta.get_field("custom_headers").formfield(multiline=True)
+    kubeconfig = DataSource._meta.get_field("kubeconfig").formfield(multiline=True)
 
     class Meta:
         model = DataSource
@@ -56,6 +60,9 @@ class DataSourceForm(NameUniqueInOrganization, forms.ModelForm):
             "custom_headers",
             "verify_tls",
             "ca_bundle",
+            "kubeconfig",
+            "kube_context",
+            "namespaces",
             "timeout",
         ]
 
@@ -78,7 +85,10 @@ class DataSourceAdmin(TestOnFormMixin, TenantScopedAdmin):
             self.test_one(request, source)
 
     def test_one(self, request, source: DataSource) -> None:
-        answer = datasources.check_connection(source)
+        if source.kind == DataSource.Kind.KUBERNETES:
+            answer = kubernetes.check_connection(source)
+        else:
+            answer = datasources.check_connection(source)
         level = messages.SUCCESS if answer.ok else messages.ERROR
         if answer.ok:
             message = gettext("%(source)s (%(kind)s) answers: %(summary)s")

@@ -84,7 +84,9 @@ def _access(context: str, entry: dict, cluster: dict, user: dict) -> ClusterAcce
             raise KubeconfigError(f"`{key}` is refused: it {why}; paste `{key}-data` instead")
     for key, why in REFUSED_USER_KEYS.items():
         if user.get(key):
-            raise KubeconfigError(f"the user's `{key}` is refused: it {why}; use an inline token or certificate data")
+            raise KubeconfigError(
+                f"the user's `{key}` is refused: it {why}; use an inline token or certificate data"
+            )
     server = str(cluster.get("server") or "").strip()
     if not server:
         raise KubeconfigError(f"the cluster of context {context!r} has no server")

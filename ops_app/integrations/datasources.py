@@ -106,7 +106,7 @@ def endpoint_of(source: DataSource) -> Endpoint:
 
 def configured_in_environment(kind: str) -> bool:
     """True when the deployment names a back end of `kind` for every organization (PROMETHEUS_URL…)."""
-    return _environment_endpoint(kind) is not None
+    return kind in ENVIRONMENT and _environment_endpoint(kind) is not None
 
 
 def configured(organization_id: int, kind: str) -> bool:

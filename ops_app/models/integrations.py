@@ -3,6 +3,8 @@ the tools discovered on them. Every credential is encrypted at rest."""
 
 from __future__ import annotations
 
+import re
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
@@ -10,15 +12,18 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from ops_app.core import outbound
+from ops_app.core import kubeconfig, outbound
 from ops_app.core.encryption import EncryptedTextField
 from ops_app.models.tenancy import TenantModel
 
+# RFC 1123 labels, as Kubernetes names namespaces.
+NAMESPACE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+
 
 class DataSource(TenantModel):
-    """One telemetry back end of an organization (docs/integrations.md): a Prometheus, Loki, Tempo
-    or Alertmanager the agents' tools query. Several per kind are allowed; one per kind is the
-    default the tools use when the model names none. Credentials are encrypted at rest."""
+    """One back end of an organization (docs/integrations.md): a Prometheus, Loki, Tempo,
+    Alertmanager or Kubernetes cluster the agents' tools query. Several per kind are allowed; one
+    per kind is the default the tools use when the model names none. Credentials are encrypted at rest."""
 
     class Kind(models.TextChoices):
         PROMETHEUS = "prometheus", "Prometheus"
@@ -84,7 +89,9 @@ class DataSource(TenantModel):
         verbose_name=_("namespaces"),
         max_length=1000,
         blank=True,
-        help_text=_("Kubernetes only: the namespaces the agents may read and change, comma-separated (empty: all)."),
+        help_text=_(
+            "Kubernetes only: the namespaces the agents may read and change, comma-separated (empty: all)."
+        ),
     )
     timeout = models.FloatField(
         verbose_name=_("timeout (seconds)"), default=10.0, help_text=_("Seconds per request.")
@@ -116,10 +123,40 @@ class DataSource(TenantModel):
             raise ValidationError({"timeout": _("Between 0.5 and 300 seconds.")})
         if self.auth == self.Auth.BASIC and not self.username:
             raise ValidationError({"username": _("Basic authentication needs a user name.")})
+        if self.kind == self.Kind.KUBERNETES:
+            self._clean_cluster()
+        elif not self.url:
+            raise ValidationError({"url": _("This field is required.")})
         outbound.validate(
             url=outbound.refusal(self.url, base=True),
             custom_headers=outbound.header_refusal(self.custom_headers),
         )
+
+    def namespace_list(self) -> list[str]:
+        """The namespaces a cluster's tools are kept to (empty: all)."""
+        return [n.strip() for n in self.namespaces.replace("\n", ",").split(",") if n.strip()]
+
+    def _clean_cluster(self) -> None:
+        """A cluster is reached with a pasted kubeconfig (its server becomes the URL, so the egress
+        policy judges the address really dialled) or with URL + bearer token."""
+        bad = [n for n in self.namespace_list() if not NAMESPACE_NAME.match(n)]
+        if bad:
+            raise ValidationError(
+                {"namespaces": _("Not a namespace name: %(names)s") % {"names": ", ".join(bad)}}
+            )
+        if self.kubeconfig.strip():
+            try:
+                access = kubeconfig.parse(self.kubeconfig, self.kube_context)
+            except kubeconfig.KubeconfigError as error:
+                raise ValidationError({"kubeconfig": str(error)}) from None
+            self.url = access.server
+            return
+        if not self.url:
+            raise ValidationError({"url": _("Give the API server URL, or paste a kubeconfig.")})
+        if self.auth != self.Auth.BEARER or not self.secret:
+            raise ValidationError(
+                {"secret": _("A cluster needs a bearer token (a service account token) or a kubeconfig.")}
+            )
 
 
 class LLMEndpoint(TenantModel):
@@ -143,26 +180,6 @@ class LLMEndpoint(TenantModel):
         verbose_name=_("default model"),
         max_length=200,
         help_text=_("Used unless a persona names its own model."),
-    )
-    kubeconfig = EncryptedTextField(
-        verbose_name=_("kubeconfig"),
-        blank=True,
-        help_text=_(
-            "Kubernetes only, instead of URL + bearer token + CA bundle: a pasted kubeconfig with "
-            "inline credentials (token or client certificate data; no files, no exec plugins)."
-        ),
-    )
-    kube_context = models.CharField(
-        verbose_name=_("kubeconfig context"),
-        max_length=200,
-        blank=True,
-        help_text=_("The kubeconfig's context to use (default: its current-context)."),
-    )
-    namespaces = models.CharField(
-        verbose_name=_("namespaces"),
-        max_length=1000,
-        blank=True,
-        help_text=_("Kubernetes only: the namespaces the agents may read and change, comma-separated (empty: all)."),
     )
     timeout = models.FloatField(
         verbose_name=_("timeout (seconds)"), default=60.0, help_text=_("Seconds per request.")
@@ -235,26 +252,6 @@ class McpServer(TenantModel):
         verbose_name=_("headers"),
         blank=True,
         help_text=_("HTTP headers, one `Name: value` per line (e.g. Authorization: Bearer ...)."),
-    )
-    kubeconfig = EncryptedTextField(
-        verbose_name=_("kubeconfig"),
-        blank=True,
-        help_text=_(
-            "Kubernetes only, instead of URL + bearer token + CA bundle: a pasted kubeconfig with "
-            "inline credentials (token or client certificate data; no files, no exec plugins)."
-        ),
-    )
-    kube_context = models.CharField(
-        verbose_name=_("kubeconfig context"),
-        max_length=200,
-        blank=True,
-        help_text=_("The kubeconfig's context to use (default: its current-context)."),
-    )
-    namespaces = models.CharField(
-        verbose_name=_("namespaces"),
-        max_length=1000,
-        blank=True,
-        help_text=_("Kubernetes only: the namespaces the agents may read and change, comma-separated (empty: all)."),
     )
     timeout = models.FloatField(
         verbose_name=_("timeout (seconds)"), default=30.0, help_text=_("Seconds per tool call.")

@@ -59,7 +59,12 @@ K8S_GET = _spec(
         "name": {"type": "string", "description": "One object by name (omit to list)."},
         "label_selector": {"type": "string", "description": "e.g. app=payments,tier!=cache"},
         "field_selector": {"type": "string", "description": "e.g. status.phase!=Running"},
-        "limit": {"type": "integer", "minimum": 1, "maximum": MAX_ROWS, "description": f"Default {DEFAULT_ROWS}."},
+        "limit": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": MAX_ROWS,
+            "description": f"Default {DEFAULT_ROWS}.",
+        },
     },
     ["kind"],
     also_redirects=("kubectl", "kubectl_get", "k8s_list"),
@@ -88,7 +93,12 @@ K8S_EVENTS = _spec(
         "name": {"type": "string"},
         "since": {"type": "string", "description": f"Default now-1h. {TIME_HELP}."},
         "warnings_only": {"type": "boolean", "description": "Default false."},
-        "limit": {"type": "integer", "minimum": 1, "maximum": MAX_ROWS, "description": f"Default {DEFAULT_ROWS}."},
+        "limit": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": MAX_ROWS,
+            "description": f"Default {DEFAULT_ROWS}.",
+        },
     },
     [],
 )
@@ -102,7 +112,12 @@ K8S_LOGS = _spec(
         "namespace": {"type": "string", "minLength": 1},
         "container": {"type": "string", "description": "Default: the pod's only (or first) container."},
         "previous": {"type": "boolean", "description": "Default false."},
-        "tail_lines": {"type": "integer", "minimum": 1, "maximum": MAX_TAIL, "description": f"Default {DEFAULT_TAIL}."},
+        "tail_lines": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": MAX_TAIL,
+            "description": f"Default {DEFAULT_TAIL}.",
+        },
         "since": {"type": "string", "description": f"Only lines after this time. {TIME_HELP}."},
     },
     ["pod", "namespace"],
@@ -162,7 +177,11 @@ K8S_SCALE = _spec(
     "Set the replicas of a deployment or statefulset (the scale subresource). Reviewed before it "
     "runs, with a server-side dry run.",
     {
-        "kind": {"type": "string", "enum": ["deployment", "statefulset"], "description": "Default deployment."},
+        "kind": {
+            "type": "string",
+            "enum": ["deployment", "statefulset"],
+            "description": "Default deployment.",
+        },
         "name": {"type": "string", "minLength": 1},
         "namespace": WRITE_NAMESPACE,
         "replicas": {"type": "integer", "minimum": 0, "maximum": 1000},
