@@ -21,6 +21,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from ops_app.core.egress import AllowList
+from ops_app.core.kubeconfig import in_cluster_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -125,6 +126,9 @@ class Config:
     turns_per_process: int = 200
     # Toolset packages beside the built-in ones, importable dotted names (docs/extending.md).
     toolsets: tuple[str, ...] = ()
+    # The organization (slug) whose clusters may use Ongrid's own service account when it runs in a
+    # Kubernetes pod (docs/kubernetes.md, "In-cluster"); empty: none may.
+    kubernetes_in_cluster: str = ""
     # Where outbound requests for organizations may go besides public addresses (docs/security.md,
     # "Egress"): ONGRID_EGRESS_ALLOW plus the hosts of the deployment's own URLs.
     egress_allow: AllowList = field(default_factory=AllowList)
@@ -380,8 +384,11 @@ def _egress_allow(env: Mapping[str, str]) -> AllowList:
         raise ConfigError(
             f"ONGRID_EGRESS_ALLOW: {exc} (e.g. prometheus.monitoring:9090,10.20.0.0/16)"
         ) from None
-    for name in DEPLOYMENT_URLS:
-        parts = urlsplit(_optional(env, name) or "")
+    for name in DEPLOYMENT_URLS + ("ONGRID_KUBERNETES_IN_CLUSTER",):
+        if name == "ONGRID_KUBERNETES_IN_CLUSTER":  # the API server of the pod's own cluster
+            parts = urlsplit(in_cluster_url(env) if env.get(name, "").strip() else "")
+        else:
+            parts = urlsplit(_optional(env, name) or "")
         if not parts.hostname:
             continue
         host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
@@ -464,5 +471,6 @@ def load(env: Mapping[str, str] | None = None) -> Config:
         email_from=env.get("ONGRID_EMAIL_FROM") or "ongrid@localhost",
         turns_per_process=int(_number(env, "ONGRID_TURNS_PER_PROCESS", 200, int, 1)),
         toolsets=_toolsets(env),
+        kubernetes_in_cluster=env.get("ONGRID_KUBERNETES_IN_CLUSTER", "").strip(),
         egress_allow=_egress_allow(env),
     )

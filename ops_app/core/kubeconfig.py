@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import yaml
@@ -118,3 +119,12 @@ def _pem(section: dict, key: str) -> str:
 
 def _first_line(error: Exception) -> str:
     return str(error).splitlines()[0] if str(error) else type(error).__name__
+
+
+def in_cluster_url(env: Mapping[str, str]) -> str:
+    """The API server of the cluster Ongrid's pod runs in (the variables every pod is given)."""
+    host = env.get("KUBERNETES_SERVICE_HOST", "").strip()
+    if not host:
+        return ""
+    host = f"[{host}]" if ":" in host else host
+    return f"https://{host}:{env.get('KUBERNETES_SERVICE_PORT', '443').strip() or '443'}"

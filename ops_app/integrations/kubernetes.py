@@ -16,8 +16,10 @@ import ssl
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import httpx2
+from django.conf import settings
 from django.utils.translation import gettext
 from lightkube import AsyncClient, Client
 from lightkube.config.kubeconfig import SingleConfig
@@ -32,6 +34,7 @@ from ops_app.integrations.datasources import UnknownDataSource
 from ops_app.models import DataSource
 
 KIND = DataSource.Kind.KUBERNETES
+SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 FIELD_MANAGER = "ongrid"
 VERSION = re.compile(r"^v\d+\.\d+\.\d+[0-9A-Za-z.+-]*$")
 # What "Test" asks the cluster it may do, in the words the admin reads.
@@ -65,6 +68,8 @@ class Cluster:
 def cluster_of(source: DataSource) -> Cluster:
     """The connection facts of a data source of kind `kubernetes` (a pasted kubeconfig wins)."""
     common = {"name": source.name, "namespaces": tuple(source.namespace_list()), "timeout": source.timeout}
+    if source.auth == DataSource.Auth.IN_CLUSTER:
+        return _in_cluster(source, common)
     if source.kubeconfig.strip():
         access = kubeconfig.parse(source.kubeconfig, source.kube_context)
         return Cluster(
@@ -85,6 +90,20 @@ def cluster_of(source: DataSource) -> Cluster:
     )
 
 
+def _in_cluster(source: DataSource, common: dict) -> Cluster:
+    """Ongrid's own service account: the token is read at every connection (the kubelet rotates
+    it), the CA is the one the pod is given."""
+    if source.organization.slug != settings.CONFIG.kubernetes_in_cluster:
+        raise kubeconfig.KubeconfigError("in-cluster access is not enabled for this organization")
+    try:
+        token = (SERVICE_ACCOUNT / "token").read_text().strip()
+        ca = (SERVICE_ACCOUNT / "ca.crt").read_text()
+    except OSError:
+        raise kubeconfig.KubeconfigError(f"no service account is mounted at {SERVICE_ACCOUNT}") from None
+    server = kubeconfig.in_cluster_url(os.environ) or source.url
+    return Cluster(server=server, token=token, ca_pem=ca, verify_tls=True, **common)
+
+
 def _choose(sources: list[DataSource], name: str | None) -> DataSource | None:
     if name:
         for source in sources:
@@ -101,7 +120,7 @@ async def acluster(organization_id: int, name: str | None = None) -> Cluster | N
     """The organization's cluster `name` (or its default); None when it has none. Raises
     UnknownDataSource for a name it does not have, listing those it has."""
     query = DataSource.objects.for_organization(organization_id).filter(kind=KIND)
-    source = _choose([s async for s in query], name)
+    source = _choose([s async for s in query.select_related("organization")], name)
     return cluster_of(source) if source else None
 
 

@@ -3,6 +3,7 @@ the tools discovered on them. Every credential is encrypted at rest."""
 
 from __future__ import annotations
 
+import os
 import re
 
 from django.conf import settings
@@ -37,6 +38,7 @@ class DataSource(TenantModel):
         BEARER = "bearer", _("Bearer token")
         BASIC = "basic", _("Basic (user name and password)")
         HEADERS = "headers", _("Custom headers")
+        IN_CLUSTER = "in-cluster", _("In-cluster service account (Kubernetes, Ongrid's own pod)")
 
     name = models.SlugField(
         verbose_name=_("name"),
@@ -144,6 +146,9 @@ class DataSource(TenantModel):
             raise ValidationError(
                 {"namespaces": _("Not a namespace name: %(names)s") % {"names": ", ".join(bad)}}
             )
+        if self.auth == self.Auth.IN_CLUSTER:
+            self._clean_in_cluster()
+            return
         if self.kubeconfig.strip():
             try:
                 access = kubeconfig.parse(self.kubeconfig, self.kube_context)
@@ -157,6 +162,22 @@ class DataSource(TenantModel):
             raise ValidationError(
                 {"secret": _("A cluster needs a bearer token (a service account token) or a kubeconfig.")}
             )
+
+    def _clean_in_cluster(self) -> None:
+        """Ongrid's own service account is platform staff's to lend, to one organization only."""
+        allowed = settings.CONFIG.kubernetes_in_cluster
+        if not allowed or self.organization_id is None or self.organization.slug != allowed:
+            message = _(
+                "In-cluster access is not enabled for this organization "
+                "(platform staff name it in ONGRID_KUBERNETES_IN_CLUSTER)."
+            )
+            raise ValidationError({"auth": message})
+        url = kubeconfig.in_cluster_url(os.environ)
+        if not url:
+            raise ValidationError(
+                {"auth": _("Ongrid is not running in a Kubernetes pod (KUBERNETES_SERVICE_HOST is unset).")}
+            )
+        self.url = url
 
 
 class LLMEndpoint(TenantModel):
