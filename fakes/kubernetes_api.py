@@ -35,6 +35,7 @@ import hashlib
 import ipaddress
 import json
 import re
+import socket
 import ssl
 import tempfile
 import threading
@@ -885,52 +886,19 @@ def _json(status: int, payload: object) -> tuple[int, str, bytes]:
 
 def _certificates() -> tuple[str, str, str]:
     """A fresh CA and a server certificate it signed for 127.0.0.1 and localhost: (CA PEM,
-    server certificate PEM, server key PEM)."""
-    now = datetime.now(UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "ongrid-fake-kubernetes-ca")])
-    usage = dict(
-        content_commitment=False,
-        key_encipherment=False,
-        data_encipherment=False,
-        key_agreement=False,
-        encipher_only=False,
-        decipher_only=False,
-    )
+    server certificate PEM, server key PEM). Made per fake, so no test trusts another's."""
+    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca_name = _name("ongrid-fake-kubernetes-ca")
     ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - timedelta(minutes=5))
-        .not_valid_after(now + timedelta(days=2))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True, **usage), critical=True
-        )
+        _builder(ca_name, ca_name, ca_key.public_key(), is_ca=True)
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
-    key = ec.generate_private_key(ec.SECP256R1())
-    names = [
-        x509.DNSName("localhost"),
-        x509.DNSName("kubernetes.default"),
-        x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
-    ]
+    names = [x509.DNSName("localhost"), x509.DNSName("kubernetes.default")]
+    names.append(x509.IPAddress(ipaddress.ip_address("127.0.0.1")))
     cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")]))
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - timedelta(minutes=5))
-        .not_valid_after(now + timedelta(days=2))
+        _builder(_name("kube-apiserver"), ca_name, key.public_key(), is_ca=False)
         .add_extension(x509.SubjectAlternativeName(names), critical=False)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(digital_signature=True, key_cert_sign=False, crl_sign=False, **usage), critical=True
-        )
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .add_extension(
             x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
@@ -940,6 +908,39 @@ def _certificates() -> tuple[str, str, str]:
     pem = serialization.Encoding.PEM
     key_pem = key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
     return ca.public_bytes(pem).decode(), cert.public_bytes(pem).decode(), key_pem.decode()
+
+
+def _name(common_name: str) -> x509.Name:
+    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+
+
+def _builder(
+    subject: x509.Name, issuer: x509.Name, public_key: ec.EllipticCurvePublicKey, is_ca: bool
+) -> x509.CertificateBuilder:
+    """A certificate valid from five minutes ago for two days, with the usages its role needs."""
+    now = datetime.now(UTC)
+    usage = x509.KeyUsage(
+        digital_signature=True,
+        key_cert_sign=is_ca,
+        crl_sign=is_ca,
+        content_commitment=False,
+        key_encipherment=False,
+        data_encipherment=False,
+        key_agreement=False,
+        encipher_only=False,
+        decipher_only=False,
+    )
+    return (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer)
+        .public_key(public_key)
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(minutes=5))
+        .not_valid_after(now + timedelta(days=2))
+        .add_extension(x509.BasicConstraints(ca=is_ca, path_length=0 if is_ca else None), critical=True)
+        .add_extension(usage, critical=True)
+    )
 
 
 class _TLSServer(ThreadingHTTPServer):
@@ -952,7 +953,7 @@ class _TLSServer(ThreadingHTTPServer):
         self.context = context
         super().__init__(address, handler)
 
-    def finish_request(self, request, client_address) -> None:  # noqa: ANN001 - socketserver's signature
+    def finish_request(self, request: socket.socket, client_address: tuple[str, int]) -> None:
         request.settimeout(10)
         try:
             tls = self.context.wrap_socket(request, server_side=True)
