@@ -5,7 +5,9 @@ certificate made at start), speaking the REST wire format well enough for lightk
 What it serves (fakes/kubernetes_wire.py has the resource table):
 - discovery: /version, /api, /api/v1, /apis, /apis/<group>/<version>; metrics.k8s.io only with
   `metrics_server=True` (else 404 "the server could not find the requested resource", as a cluster
-  without metrics-server answers);
+  without metrics-server answers); with `metrics_unavailable` too, the group is listed but its
+  requests answer 503 "the server is currently unable to handle the request" (metrics-server
+  registered and down);
 - get, list (namespaced and all-namespaces paths; labelSelector, fieldSelector, limit + continue),
   create (POST), update (PUT), patch (merge, strategic, JSON patch), delete, with `dryRun=All`
   answering the would-be object and changing nothing; the `scale` subresource (autoscaling/v1
@@ -22,7 +24,8 @@ the API run a tiny Deployment controller: a write that changes a Deployment's `s
 makes (or, for a template seen before, reuses) a ReplicaSet `<deployment>-<hash>` owned by it, with
 `deployment.kubernetes.io/revision` one above the highest so far, scaled to the deployment's
 replicas, the others scaled to 0 — so a rollout history reflects the writes. Pods are not created
-or replaced. `watch` is not served (405).
+or replaced. `watch` and `deletecollection` are not served (405). Core v1 and events.k8s.io/v1
+Events are stored apart (a seeded core Event is not seen through events.k8s.io).
 
 Every request is recorded (`requests`, `writes()`), and faults can be scripted (`fail_next`,
 `hang_next`)."""
@@ -136,12 +139,14 @@ class KubernetesFake:
         self,
         tokens: dict[str, set[str] | None] | None = None,
         metrics_server: bool = False,
+        metrics_unavailable: bool = False,
         token_namespaces: dict[str, set[str]] | None = None,
         git_version: str = "v1.31.2",
     ) -> None:
         self.tokens = dict(tokens or {"admin-token": None})
         self.token_namespaces = dict(token_namespaces or {})
         self.metrics_server = metrics_server
+        self.metrics_unavailable = metrics_unavailable
         self.git_version = git_version
         self.requests: list[Recorded] = []
         self.lock = threading.RLock()
@@ -317,6 +322,8 @@ class KubernetesFake:
         if path in PUBLIC_PATHS:
             payload = self._version_info() if path == "/version" else "ok"
             return _json(200, payload) if path == "/version" else (200, "text/plain", b"ok")
+        if self.metrics_server and self.metrics_unavailable and path.startswith("/apis/metrics.k8s.io/"):
+            raise ApiFailure(503, "the server is currently unable to handle the request")
         discovery = self._discovery(path)
         if discovery is not None:
             return _json(200, discovery)

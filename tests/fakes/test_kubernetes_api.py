@@ -303,6 +303,10 @@ async def test_metrics_only_with_metrics_server(seeded: KubernetesFake) -> None:
     }
     assert usage[LEDGER_PODS[0]] == {"cpu": "87m", "memory": "214Mi"}
     assert (await kube.get(NodeMetrics, "node-a"))["usage"]["cpu"] == "612m"
+    seeded.metrics_unavailable = True
+    with pytest.raises(ApiError) as down:
+        await kube.get(NodeMetrics, "node-a")
+    assert (down.value.status.code, down.value.status.reason) == (503, "ServiceUnavailable")
 
 
 async def test_tls_is_refused_without_the_ca(seeded: KubernetesFake) -> None:
