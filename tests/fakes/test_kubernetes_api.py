@@ -5,6 +5,7 @@ expects, these fail before the tool tests built on it give confusing answers."""
 from __future__ import annotations
 
 import ssl
+from datetime import UTC, datetime, timedelta
 
 import httpx2
 import lightkube
@@ -141,6 +142,9 @@ async def test_logs_tail_and_previous(seeded: KubernetesFake) -> None:
         assert len(previous.text.splitlines()) == 3
         recent = await raw.get(path, params={"previous": "true", "sinceSeconds": "60"})
         assert recent.text == ""
+        since = (datetime.now(UTC) - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        assert len((await raw.get(path, params={"sinceTime": since})).text.splitlines()) == 3
+        assert (await raw.get(path, params={"sinceTime": "yesterday"})).status_code == 400
         ledger = f"/api/v1/namespaces/{NAMESPACE}/pods/{LEDGER_PODS[0]}/log"
         none = await raw.get(ledger, params={"previous": "true"})
         assert none.status_code == 400
