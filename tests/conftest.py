@@ -24,6 +24,7 @@ pytest_plugins = [
     "tests.support.asyncdb",
     "tests.support.live_wsgi",
     "tests.support.egress",
+    "tests.support.kubernetes",
 ]
 
 

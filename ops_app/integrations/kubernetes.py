@@ -205,10 +205,10 @@ def check_connection(source: DataSource) -> ProbeAnswer:
             lines += [_access_line(api, cluster, check) for check in ACCESS_CHECKS]
     except kubeconfig.KubeconfigError as error:
         return ProbeAnswer(False, [str(error)])
+    except ApiError as error:  # an httpx2.HTTPStatusError: before the transport failures
+        return ProbeAnswer(False, [_refusal(source, error.status.code or 0)])
     except (httpx2.HTTPError, EgressRefused) as error:
         return ProbeAnswer(False, [f"{source.url}: {outbound.failure_reason(error)}"])
-    except ApiError as error:
-        return ProbeAnswer(False, [_refusal(source, error.status.code or 0)])
     except _Refused as error:
         return ProbeAnswer(False, [_refusal(source, error.status)])
     except ssl.SSLError as error:

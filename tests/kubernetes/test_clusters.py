@@ -6,20 +6,24 @@ organization only."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import os
 
 import pytest
 import yaml
+from asgiref.sync import sync_to_async
 from django.core.exceptions import ValidationError
 from django.db import connection
 from django.urls import reverse
 
 from ongrid_site import config
 from ops_app.core import kubeconfig
+from ops_app.core.egress import AllowList, EgressRefused
 from ops_app.integrations import kubernetes
 from ops_app.integrations.datasources import save_data_source
 from ops_app.models import DataSource
+from tests.support.kubernetes import seed_payments
 
 pytestmark = pytest.mark.django_db
 TOKEN = "eyJhbGciOiJSUzI1NiJ9.k8s-service-account-token-7731"
@@ -188,3 +192,62 @@ def test_in_cluster_access_only_for_the_organization_platform_staff_name(
     saved = save_data_source(source)
     found = kubernetes.cluster_of(DataSource.objects.get(pk=saved.pk))
     assert (found.server, found.token, found.ca_pem) == ("https://10.96.0.1:443", TOKEN, CA)
+
+
+# --- reaching a cluster: the fake API server (fakes/kubernetes_api.py) through lightkube ----------
+
+
+def saved_cluster(org, fake, token: str = "admin-token", **values) -> DataSource:
+    source = cluster(org, url=fake.url, auth="bearer", secret=token, ca_bundle=fake.ca_pem, **values)
+    source.full_clean()
+    return save_data_source(source)
+
+
+def test_test_says_the_version_and_what_the_token_may_do_without_any_remote_body(org, kube_api):
+    answer = kubernetes.check_connection(saved_cluster(org, kube_api, namespaces="payments"))
+    assert answer.ok, answer.lines
+    assert answer.lines == [
+        "Kubernetes v1.31.2",
+        "may list pods in payments: yes",
+        "may read pod logs in payments: yes",
+        "may list events in payments: yes",
+        "may patch deployments (write tools) in payments: yes",
+    ]
+    reader = kubernetes.check_connection(saved_cluster(org, kube_api, "reader-token", name="ro"))
+    assert reader.ok and reader.lines[-1] == "may patch deployments (write tools) in all namespaces: no"
+    reviews = [r for r in kube_api.requests if r.path.endswith("selfsubjectaccessreviews")]
+    assert len(reviews) == 8 and all(r.method == "POST" for r in reviews)
+
+
+def test_a_refused_token_an_untrusted_ca_and_a_non_kubernetes_server_are_short_reasons(org, kube_api):
+    refused = kubernetes.check_connection(saved_cluster(org, kube_api, "stolen-token"))
+    assert not refused.ok and refused.lines == [f"{kube_api.url}: HTTP 401 (the token is not accepted)"]
+    untrusted = cluster(org, name="noca", url=kube_api.url, auth="bearer", secret="admin-token")
+    answer = kubernetes.check_connection(save_data_source(untrusted))
+    assert not answer.ok and "certificate" in answer.lines[0].lower()
+    assert "admin-token" not in " ".join(answer.lines + refused.lines)
+
+
+def test_the_admin_test_button_runs_the_cluster_check(client, org_admin, org, kube_api):
+    source = saved_cluster(org, kube_api)
+    client.force_login(org_admin)
+    answered = client.post(reverse("admin:ops_app_datasource_test", args=[source.pk]), follow=True)
+    [message] = [str(m) for m in answered.context["messages"]]
+    assert message.startswith(
+        "prod (Kubernetes) answers: Kubernetes v1.31.2 | may list pods in all namespaces: yes"
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_the_client_goes_through_the_egress_policy(org, kube_api, settings):
+    from lightkube.resources.core_v1 import Namespace
+
+    seed_payments(kube_api)
+    source = await sync_to_async(saved_cluster)(org, kube_api)
+    found = await kubernetes.acluster(org.id)
+    api = kubernetes.client(found)
+    names = [item.metadata.name async for item in api.list(Namespace)]
+    assert "payments" in names and source.name == found.name
+    settings.CONFIG = dataclasses.replace(settings.CONFIG, egress_allow=AllowList())
+    with pytest.raises(EgressRefused):
+        [item async for item in kubernetes.client(found).list(Namespace)]
