@@ -10,6 +10,7 @@ from django.utils import translation
 
 from agents_app.gate import proposals
 from im_app.conversation import IM_DIFF_LINES, card_summary
+from tests.support import audit_rows
 from tests.support.gate import make_chat, make_worker
 from web_app.chat.fragments import proposal_card
 
@@ -103,3 +104,28 @@ def test_the_im_card_shows_the_first_lines_of_the_diff_and_how_many_more(member)
     shown = [line for line in lines if line.startswith(("spec.", "metadata."))]
     assert shown == DIFF.splitlines()[:IM_DIFF_LINES]
     assert f"More changes not shown here: {10 - IM_DIFF_LINES}." in lines
+
+
+def test_the_audit_call_page_shows_the_dry_run_readably(org, member, auditor):
+    chat = audit_rows.session(org, member, title="roll payments-api back")
+    worker = audit_rows.session(org, member, parent=chat, agent_id="k8s-dual-sign")
+    write, _ = audit_rows.gated_write(worker, "c-1")
+    proposals.create_proposal(
+        session_id=worker.pk,
+        tool_call_id="c-1",
+        tool="k8s_rollout_undo",
+        tool_class="write",
+        persona="k8s-dual-sign",
+        permission_mode="dual-sign-required",
+        arguments={},
+        payload=PAYLOAD,
+    )
+    client = Client()
+    client.force_login(auditor)
+
+    html = client.get(reverse("audit-call", args=[write.pk])).content.decode()
+
+    shown = html[html.index('<div class="proposal">') :].split("<dt>dry_run</dt>")[1].split("</dd>")[0]
+    assert '<span class="status status-ok">the API server accepted the dry run' in shown
+    assert '<pre class="proposal-diff">' in shown and "configMapKeyRef.name" in shown
+    assert "{&#x27;ok&#x27;" not in shown  # not the dict's repr
