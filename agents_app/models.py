@@ -186,6 +186,8 @@ class MutatingProposal(TenantModel):
 
     class BlastRadius(models.TextChoices):
         SINGLE_DEVICE = "single_device", _("Single device")
+        # One workload's pods in one namespace of a Kubernetes cluster (docs/kubernetes.md).
+        NAMESPACE = "namespace", _("Namespace")
         CLUSTER = "cluster", _("Cluster")
         TENANT_WIDE = "tenant_wide", _("Tenant-wide")
 

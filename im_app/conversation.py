@@ -53,6 +53,8 @@ from ops_app.tenancy.scoping import organization_of
 log = logging.getLogger(__name__)
 
 TURN_LIMIT = 3600.0  # a relay gives up waiting for a turn's end after this long
+IM_DIFF_LINES = 6  # of a dry run's "what would change" on an approval card
+IM_DIFF_LINE_CHARS = 200
 
 
 # --- sessions ----------------------------------------------------------------------------------
@@ -383,6 +385,7 @@ def card_summary(proposal: dict) -> list[str]:
         _("Target: %(target)s") % {"target": proposal.get("target")},
         _("Reason: %(reason)s") % {"reason": proposal.get("reason")},
         _("Blast radius: %(radius)s") % {"radius": radius},
+        *_dry_run_lines(proposal.get("dry_run")),
         _("Reviewer: %(decision)s — %(reason)s")
         % {"decision": reviewer, "reason": cut_at_word(proposal.get("reviewer_reason") or "", 300)},
     ]
@@ -401,6 +404,21 @@ def card_summary(proposal: dict) -> list[str]:
     elif proposal.get("outcome") == "failed":
         error = cut_at_word(proposal.get("execution_error") or "", 300)
         lines.append(_("Approved · failed: %(reason)s") % {"reason": error})
+    return lines
+
+
+def _dry_run_lines(dry_run: dict | None) -> list[str]:
+    """The tool's dry run on an IM card: its summary and the first lines of what would change
+    (a chat message is no place for a long diff; the web card has it whole)."""
+    if not dry_run:
+        return []
+    lines = [_("Dry run: %(summary)s") % {"summary": cut_at_word(dry_run.get("summary") or "", 300)}]
+    if dry_run.get("blast"):
+        lines.append(cut_at_word(dry_run["blast"], 300))
+    changes = [line for line in (dry_run.get("diff") or "").splitlines() if line.strip()]
+    lines += [cut_at_word(line, IM_DIFF_LINE_CHARS) for line in changes[:IM_DIFF_LINES]]
+    if len(changes) > IM_DIFF_LINES:
+        lines.append(_("More changes not shown here: %(count)s.") % {"count": len(changes) - IM_DIFF_LINES})
     return lines
 
 

@@ -215,6 +215,9 @@ def describe_proposal(proposal: MutatingProposal) -> dict:
         "blast_radius": payload.get("blast_radius", ""),
         "operator": payload.get("operator", ""),
         "context_summary": payload.get("context_summary", ""),
+        # The tool's server-side rehearsal (docs/review-gate.md "Dry run"): {ok, summary, diff, ...},
+        # or None for a tool without one.
+        "dry_run": payload.get("dry_run"),
         "arguments": proposal.arguments,
         "reviewer_session": proposal.reviewer_session_id,
         "reviewer_label": f"reviewer #{proposal.reviewer_session_id}" if proposal.reviewer_session_id else "",

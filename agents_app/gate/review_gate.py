@@ -7,13 +7,16 @@ the runtime it was given rather than by importing the runtime. For a mutating ca
 
 1. checks the calling persona: `read-only` personas (and the reviewer itself) are refused outright,
    and so is a tool that is not in the persona's toolbag;
-2. stores a `MutatingProposal` {action, target, reason, blast_radius, operator, context_summary};
-3. runs the `reviewer` worker synchronously under its own timeout (`ONGRID_REVIEW_TIMEOUT`,
+2. asks the tool for its dry run when it has one (`preview_<tool>`): what the system says the
+   call would change; a dry run the system refuses rejects the call without a reviewer;
+3. stores a `MutatingProposal` {action, target, reason, blast_radius, operator, context_summary,
+   dry_run};
+4. runs the `reviewer` worker synchronously under its own timeout (`ONGRID_REVIEW_TIMEOUT`,
    independent of the tool's), with read tools only; only the first non-empty line of its final
    answer counts, and it must be exactly `Decision: approve` or `Decision: reject`;
-4. for `dual-sign-required` personas, waits (`ONGRID_APPROVAL_TIMEOUT`) for the chat's owner or an
+5. for `dual-sign-required` personas, waits (`ONGRID_APPROVAL_TIMEOUT`) for the chat's owner or an
    org admin to approve the card in the chat page or by API;
-5. approves, and once the tool has run stamps what happened: `executed_at` if it succeeded,
+6. approves, and once the tool has run stamps what happened: `executed_at` if it succeeded,
    `failed_at` with the error if it did not; anything else rejects with the reason.
 """
 
@@ -39,14 +42,16 @@ from agents_app.personas.registry import aget_registry
 from agents_app.personas.schema import COORDINATOR, REVIEWER
 from agents_app.runtime import events
 from agents_app.runtime.publishing import Publisher
+from agents_app.tools import replay
 from agents_app.tools.invoke import GateDecision
 from agents_app.tools.toolbag import build_toolbag
 from agents_app.toolsets.contract import Tool, ToolContext, ToolError
 from agents_app.toolsets.registry import load_builtin_tools
 from audit_app.models import AuditLog
-from audit_app.redaction import redact_arguments
+from audit_app.redaction import redact_arguments, redact_text
 from chat_app import services
 from chat_app.models import ChatMessage, ChatSession, MessageRole, SessionStatus
+from ops_app.core.text import cut_at_word
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +60,9 @@ DECISION_LINE = re.compile(r"Decision: (?i:(approve|reject))")
 RECENT_WINDOW = timedelta(hours=2)
 RECENT_LIMIT = 20
 SUMMARY_CHARS = 600
+DRY_RUN_SUMMARY_CHARS = 600
+DRY_RUN_DIFF_CHARS = 6000
+EMPTY = (None, "", [])
 
 
 @dataclass(frozen=True)
@@ -100,7 +108,11 @@ class ReviewGate:
         ).afirst()
         if session is None:
             return GateDecision(False, "a change can only be reviewed inside a chat session")
-        payload = await sync_to_async(_payload)(session, ctx, change, arguments)
+        try:
+            dry_run = await preview_change(tool, ctx, arguments)
+        except ToolError as error:
+            return GateDecision(False, str(error))
+        payload = await sync_to_async(_payload)(session, ctx, change, arguments, dry_run)
         proposal = await proposals.acreate_proposal(
             session_id=session.pk,
             tool_call_id=ctx.tool_call_id,
@@ -112,6 +124,8 @@ class ReviewGate:
             payload=payload,
         )
         publisher = Publisher(proposal.root_session_id)
+        if dry_run is not None and not dry_run["ok"]:
+            return await _reject_failed_dry_run(proposal, dry_run, publisher)
         try:
             return await self._decide(proposal, session, ctx, publisher)
         except asyncio.CancelledError:
@@ -176,6 +190,46 @@ def describe_change(tool: Tool, arguments: dict) -> dict:
     return tool.describe(arguments)
 
 
+async def preview_change(tool: Tool, ctx: ToolContext, arguments: dict) -> dict | None:
+    """The tool's dry run of this call (docs/review-gate.md "Dry run"), or None without one.
+
+    ToolError (a call that can never be allowed, found before anything was sent) propagates;
+    every other failure, a timeout included, is a failed dry run. Under an evaluation's replay
+    the recordings stand in for the system, so there is nothing to rehearse against.
+    """
+    if tool.preview is None or replay.handler_for(tool.name, ctx) is not None:
+        return None
+    try:
+        async with asyncio.timeout(tool.timeout):
+            answer = await tool.preview(ctx, arguments)
+    except ToolError:
+        raise
+    except TimeoutError:
+        answer = {"ok": False, "summary": f"the dry run did not answer within {tool.timeout:g}s"}
+    except Exception as error:  # noqa: BLE001 - a dry run that breaks never lets the call through
+        log.exception("the dry run of %s failed", tool.name)
+        answer = {"ok": False, "summary": f"the dry run could not be run ({type(error).__name__})"}
+    return _dry_run_record(answer)
+
+
+def _dry_run_record(answer: dict) -> dict:
+    """The dry run as the proposal keeps it: `ok` a real boolean, its texts masked and cut."""
+    record = {key: value for key, value in answer.items() if key not in ("ok", "summary", "diff")}
+    record["ok"] = answer.get("ok") is True
+    record["summary"] = cut_at_word(redact_text(str(answer.get("summary") or "")), DRY_RUN_SUMMARY_CHARS)
+    record["diff"] = cut_at_word(redact_text(str(answer.get("diff") or "")), DRY_RUN_DIFF_CHARS)
+    return record
+
+
+async def _reject_failed_dry_run(proposal: MutatingProposal, dry_run: dict, publisher) -> GateDecision:
+    """A change the system itself refused in rehearsal is rejected without asking the reviewer."""
+    reason = dry_run["summary"] or "the dry run failed"
+    await proposals.areject(proposal.pk, reason)
+    if proposal.requires_human:
+        await _publish(publisher, events.ProposalDecided, await MutatingProposal.objects.aget(pk=proposal.pk))
+    return GateDecision(False, reason)
+
+
 def _redacted(arguments: dict) -> dict:
     """The arguments as stored on the proposal: credential shapes masked, still a JSON object."""
     text = redact_arguments(json.dumps(arguments, ensure_ascii=False))
@@ -185,17 +239,23 @@ def _redacted(arguments: dict) -> dict:
         return {"redacted": text}
 
 
-def _payload(session: ChatSession, ctx: ToolContext, change: dict, arguments: dict) -> dict:
-    """The proposal the reviewer judges and the card shows."""
+def _payload(
+    session: ChatSession, ctx: ToolContext, change: dict, arguments: dict, dry_run: dict | None = None
+) -> dict:
+    """The proposal the reviewer judges and the card shows. A dry run may name the target more
+    exactly than the arguments can (the default cluster's own name)."""
     user = session.user.get_username() if session.user_id else "nobody"
-    return {
+    payload = {
         "action": change["action"],
-        "target": change["target"],
+        "target": (dry_run or {}).get("target") or change["target"],
         "reason": str(arguments.get("reason", "")).strip() or "(no reason given)",
         "blast_radius": change["blast_radius"],
         "operator": _operator(ctx, user),
         "context_summary": _context_summary(session),
     }
+    if dry_run is not None:
+        payload["dry_run"] = dry_run
+    return payload
 
 
 def _operator(ctx: ToolContext, user: str) -> str:
@@ -254,15 +314,29 @@ async def _ask_reviewer(
 def reviewer_prompt(proposal: MutatingProposal) -> str:
     """The reviewer's brief: the proposal, the exact call, and recent activity on the same target."""
     call = {"tool": proposal.tool, "class": proposal.tool_class, "arguments": proposal.arguments}
-    return "\n\n".join(
-        [
-            "A mutating tool call is held until you decide. Review it against your three gates.",
-            "Proposal:\n```json\n" + json.dumps(proposal.payload, indent=2, ensure_ascii=False) + "\n```",
-            "Exact call:\n```json\n" + json.dumps(call, indent=2, ensure_ascii=False) + "\n```",
-            "Recent activity on the same target (last 2 hours, newest first):\n" + _recent_activity(proposal),
-            'Answer with "Decision: approve" or "Decision: reject" as your first line, then your reasons.',
-        ]
-    )
+    shown = {key: value for key, value in proposal.payload.items() if key != "dry_run"}
+    sections = [
+        "A mutating tool call is held until you decide. Review it against your three gates.",
+        "Proposal:\n```json\n" + json.dumps(shown, indent=2, ensure_ascii=False) + "\n```",
+        "Exact call:\n```json\n" + json.dumps(call, indent=2, ensure_ascii=False) + "\n```",
+    ]
+    if "dry_run" in proposal.payload:
+        sections.append(_dry_run_brief(proposal.payload["dry_run"]))
+    sections += [
+        "Recent activity on the same target (last 2 hours, newest first):\n" + _recent_activity(proposal),
+        'Answer with "Decision: approve" or "Decision: reject" as your first line, then your reasons.',
+    ]
+    return "\n\n".join(sections)
+
+
+def _dry_run_brief(dry_run: dict) -> str:
+    """The server-side dry run in the reviewer's brief: what the system said, and what would change."""
+    facts = {k: v for k, v in dry_run.items() if k not in ("ok", "summary", "diff") and v not in EMPTY}
+    text = f"Server-side dry run (nothing was changed): {dry_run.get('summary')}"
+    if facts:
+        text += "\n" + "\n".join(f"- {key}: {value}" for key, value in facts.items())
+    diff = dry_run.get("diff") or "(no field would change)"
+    return text + "\nWhat would change (field: now → after):\n```\n" + diff + "\n```"
 
 
 def _recent_activity(proposal: MutatingProposal) -> str:

@@ -60,6 +60,9 @@ Handler = Callable[..., Awaitable[Any]]
 # A write tool's account of one call for the reviewer: {action, target, blast_radius}; it raises
 # ToolError for a call that can never be allowed (docs/review-gate.md).
 Describer = Callable[[dict], dict]
+# A write tool's rehearsal of one call, run by the gate after `describe` and before the reviewer
+# (docs/review-gate.md "Dry run"): {ok, summary, diff, ...}; `ok: False` rejects the call unreviewed.
+Previewer = Callable[["ToolContext", dict], Awaitable[dict]]
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,7 @@ class Tool:
     tool_class: ToolClass = "read"
     timeout: float = DEFAULT_TIMEOUT
     describe: Describer | None = field(default=None, compare=False)
+    preview: Previewer | None = field(default=None, compare=False)
     # Runs on a device: kept off the coordinator's default toolbag (docs/runtime.md).
     on_host: bool = False
 

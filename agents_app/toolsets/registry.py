@@ -143,8 +143,15 @@ def _bind(spec: ToolSpec, modules: list, package: str) -> Tool:
             f"{package}: tool {spec.name} needs exactly one handler named {spec.name} in {where}; "
             f"found {len(handlers)}"
         )
-    describers = [getattr(m, f"describe_{spec.name}") for m in modules if hasattr(m, f"describe_{spec.name}")]
-    return Tool.from_spec(spec, handlers[0], describe=describers[0] if describers else None)
+    return Tool.from_spec(
+        spec, handlers[0], describe=_hook(modules, "describe", spec), preview=_hook(modules, "preview", spec)
+    )
+
+
+def _hook(modules: list, kind: str, spec: ToolSpec):
+    """A write tool's optional `describe_<name>` / `preview_<name>` (docs/review-gate.md)."""
+    found = [getattr(m, f"{kind}_{spec.name}") for m in modules if hasattr(m, f"{kind}_{spec.name}")]
+    return found[0] if found else None
 
 
 def load_builtin_tools() -> dict[str, Tool]:

@@ -291,6 +291,9 @@ def test_every_write_tool_is_gated_and_asks_for_a_reason(tools):
         "acknowledge_incident",
         "resolve_incident",
         "create_silence",
+        "k8s_rollout_restart",
+        "k8s_rollout_undo",
+        "k8s_scale",
     }
     assert all("reason" in tool.parameters["required"] for tool in writes.values())
 
