@@ -128,32 +128,51 @@ def _remember(source: DataSource, row, kind: str, namespace: str, name: str, ver
 def _deployment(source: DataSource, deployment: DeploymentState, row, now: dt.datetime) -> list[ChangeEvent]:
     last = int(row.version) if row is not None and row.version.isdigit() else None
     if last is None:
-        new = [r for r in deployment.revisions if now - _when(deployment, r, now) <= FIRST_SIGHT_WINDOW]
+        new = [
+            r for r in deployment.revisions if now - _when(deployment, r, now, False) <= FIRST_SIGHT_WINDOW
+        ]
     else:
         new = [r for r in deployment.revisions if r.number > last]
-    events = [_record_rollout(source, deployment, revision, now) for revision in new]
+    events = [_record_rollout(source, deployment, revision, now, last is not None) for revision in new]
     highest = max([r.number for r in deployment.revisions] + [last or 0])
     if row is None or str(highest) != row.version:
         _remember(source, row, DEPLOYMENT, deployment.namespace, deployment.name, str(highest), {})
     return events
 
 
-def _when(deployment: DeploymentState, revision: Revision, now: dt.datetime) -> dt.datetime:
-    """The ReplicaSet's creation; for the current revision a later template write wins (a rollback
-    reuses an old ReplicaSet, renumbered)."""
+def _when(deployment: DeploymentState, revision: Revision, now: dt.datetime, seen: bool) -> dt.datetime:
+    """The ReplicaSet's creation; for the current revision a later template write wins. A rollback
+    reuses an old ReplicaSet, renumbered: without a later write time, a deployment already seen
+    was rolled back since the last poll (now is the best known), one seen first is left old."""
     when = revision.created_at or now
     changed = deployment.template_changed_at
     if _is_current(deployment, revision) and changed is not None and changed > when:
         return changed
+    if seen and _reused(deployment, revision):
+        return now
     return when
+
+
+def _previous(deployment: DeploymentState, revision: Revision) -> Revision | None:
+    return next((r for r in reversed(deployment.revisions) if r.number < revision.number), None)
+
+
+def _reused(deployment: DeploymentState, revision: Revision) -> bool:
+    """A revision whose ReplicaSet is older than the one before it: an earlier template again."""
+    previous = _previous(deployment, revision)
+    return bool(
+        previous and previous.created_at and revision.created_at and revision.created_at < previous.created_at
+    )
 
 
 def _is_current(deployment: DeploymentState, revision: Revision) -> bool:
     return bool(deployment.revisions) and revision.number == deployment.revisions[-1].number
 
 
-def _record_rollout(source: DataSource, deployment: DeploymentState, revision: Revision, now) -> ChangeEvent:
-    previous = next((r for r in reversed(deployment.revisions) if r.number < revision.number), None)
+def _record_rollout(
+    source: DataSource, deployment: DeploymentState, revision: Revision, now: dt.datetime, seen: bool
+) -> ChangeEvent:
+    previous = _previous(deployment, revision)
     # managedFields name who last wrote the template: that is the current revision's author only.
     actor = deployment.manager if _is_current(deployment, revision) else "kubernetes"
     name, number = deployment.name, revision.number
@@ -163,7 +182,12 @@ def _record_rollout(source: DataSource, deployment: DeploymentState, revision: R
         action = ChangeEvent.Action.CREATE
     else:
         lines, before, after = template_diff(previous.template, revision.template)
-        summary = f"{name} rolled out revision {number}: " + ("; ".join(lines) or "pod template changed")
+        done = (
+            f"rolled back to an earlier template (revision {number})"
+            if _reused(deployment, revision)
+            else f"rolled out revision {number}"
+        )
+        summary = f"{name} {done}: " + ("; ".join(lines) or "pod template changed")
         before["revision"] = previous.number
         action = ChangeEvent.Action.UPDATE
     after["revision"] = number
@@ -172,7 +196,7 @@ def _record_rollout(source: DataSource, deployment: DeploymentState, revision: R
         resource_type=DEPLOYMENT_TYPE,
         uid=deployment.uid,
         path=f"{deployment.namespace}/{name}",
-        occurred_at=_when(deployment, revision, now),
+        occurred_at=_when(deployment, revision, now, seen),
         actor=actor,
         action=action,
         summary=summary,

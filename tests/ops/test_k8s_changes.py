@@ -9,11 +9,13 @@ import dataclasses
 import datetime as dt
 import io
 import logging
+import threading
 
 import pytest
 from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.core.management import call_command
+from django.db import connection
 from django.urls import reverse
 from django.utils import timezone
 from lightkube.resources.apps_v1 import Deployment
@@ -23,9 +25,17 @@ from lightkube.types import PatchType
 from fakes.kubernetes_api import KubernetesFake, timestamp
 from incidents_app.changes import what_changed
 from ops_app import cluster_collector
-from ops_app.estate import change_events
+from ops_app.estate import change_events, cluster_changes
+from ops_app.integrations import kubernetes, kubernetes_changes
 from ops_app.models import ChangeEvent, DataSource, Incident, TopologyNode
-from tests.support.kubernetes import NAMESPACE, PAYMENTS_IMAGE, client, kube_api, seed_payments  # noqa: F401
+from tests.support.kubernetes import (  # noqa: F401 - kube_api is the fixture
+    NAMESPACE,
+    OLD_ENV,
+    PAYMENTS_IMAGE,
+    client,
+    kube_api,
+    seed_payments,
+)
 
 CLUSTER_TYPES = ("k8s_deployment", "k8s_configmap")
 
@@ -279,4 +289,49 @@ def test_collect_now_from_the_command_line(org, seeded):
     out = io.StringIO()
     call_command("ongrid_collect_cluster_changes", stdout=out)
     assert out.getvalue().strip() == "2 change event(s) recorded."
+    assert len(k8s_events(org)) == 2
+
+
+def test_a_rollback_to_an_earlier_template_is_told_as_such_and_dated_now(org, seeded):
+    source = cluster(org, seeded)
+    cluster_collector.collect_from(source)
+    # What `kubectl rollout undo` writes: revision 1's template again (the fake renumbers its ReplicaSet).
+    undo = [{"op": "replace", "path": "/spec/template/spec/containers/0/env", "value": OLD_ENV}]
+    patch(seeded, Deployment, "payments-api", undo, PatchType.JSON)
+
+    assert cluster_collector.collect_from(source) == 1
+    event = k8s_events(org, resource_type="k8s_deployment")[-1]
+    assert event.summary == (
+        "payments-api rolled back to an earlier template (revision 3): "
+        "env DB_POOL_SIZE from ConfigMap payments-config (key pool_size) → 20"
+    )
+    # Its ReplicaSet is 3 days old; the rollback happened since the last poll.
+    assert timezone.now() - event.occurred_at < dt.timedelta(minutes=1)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_polls_at_once_record_each_change_once(org, seeded):
+    source = cluster(org, seeded)
+    seen = async_to_sync(kubernetes_changes.read_cluster)(kubernetes.cluster_of(source))
+    racers = 4
+    start = threading.Barrier(racers, timeout=20)
+    recorded: list[int] = []
+    errors: list[BaseException] = []
+
+    def poll() -> None:
+        start.wait()
+        try:
+            recorded.append(len(cluster_changes.record_cluster_state(source, seen)))
+        except BaseException as error:  # noqa: BLE001 - surfaced by the assertion below
+            errors.append(error)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=poll) for _ in range(racers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert errors == []
+    assert sorted(recorded) == [0, 0, 0, 2]
     assert len(k8s_events(org)) == 2
