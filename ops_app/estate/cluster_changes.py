@@ -126,7 +126,9 @@ def _remember(source: DataSource, row, kind: str, namespace: str, name: str, ver
 
 
 def _deployment(source: DataSource, deployment: DeploymentState, row, now: dt.datetime) -> list[ChangeEvent]:
-    last = int(row.version) if row is not None and row.version.isdigit() else None
+    # A deployment deleted and made again under its name starts its revisions anew: a first sight.
+    same = row is not None and row.content.get("uid", deployment.uid) == deployment.uid
+    last = int(row.version) if same and row.version.isdigit() else None
     if last is None:
         new = [
             r for r in deployment.revisions if now - _when(deployment, r, now, False) <= FIRST_SIGHT_WINDOW
@@ -135,8 +137,9 @@ def _deployment(source: DataSource, deployment: DeploymentState, row, now: dt.da
         new = [r for r in deployment.revisions if r.number > last]
     events = [_record_rollout(source, deployment, revision, now, last is not None) for revision in new]
     highest = max([r.number for r in deployment.revisions] + [last or 0])
-    if row is None or str(highest) != row.version:
-        _remember(source, row, DEPLOYMENT, deployment.namespace, deployment.name, str(highest), {})
+    if not same or str(highest) != row.version:
+        content = {"uid": deployment.uid}
+        _remember(source, row, DEPLOYMENT, deployment.namespace, deployment.name, str(highest), content)
     return events
 
 
@@ -251,8 +254,8 @@ def _hide(value: object) -> object:
 
 
 def _phrase(label: str, before: object, after: object) -> str:
-    if label.endswith("image") and isinstance(before, str) and isinstance(after, str):
-        return f"{label} {before} → {_short_image(before, after)}"
+    if label.endswith("image") and isinstance(after, str):
+        return f"{label} {before} → {_short_image(before, after)}" if before else f"{label} {after}"
     if after == "yes" and before is None:
         return label
     if before == "yes" and after is None:

@@ -25,6 +25,7 @@ from lightkube.types import PatchType
 from fakes.kubernetes_api import KubernetesFake, timestamp
 from incidents_app.changes import what_changed
 from ops_app import cluster_collector
+from ops_app.core.cluster_snapshot import ClusterState, DeploymentState, Revision
 from ops_app.estate import change_events, cluster_changes
 from ops_app.integrations import kubernetes, kubernetes_changes
 from ops_app.models import ChangeEvent, DataSource, Incident, TopologyNode
@@ -335,3 +336,18 @@ def test_polls_at_once_record_each_change_once(org, seeded):
     assert errors == []
     assert sorted(recorded) == [0, 0, 0, 2]
     assert len(k8s_events(org)) == 2
+
+
+def test_a_deployment_made_again_under_its_name_starts_its_revisions_anew(org, seeded):
+    source = cluster(org, seeded)
+    now = timezone.now()
+    template = {"containers": {"app": {"image": "shop:1", "resources": {}, "env": {}, "env_from": []}}}
+
+    def state(uid: str, number: int, age: dt.timedelta) -> ClusterState:
+        revision = Revision(number, f"rs-{uid}", now - age, template)
+        return ClusterState([DeploymentState("shop", "web", uid, "helm", None, [revision])], [])
+
+    assert cluster_changes.record_cluster_state(source, state("first", 5, dt.timedelta(days=9))) == []
+    [event] = cluster_changes.record_cluster_state(source, state("second", 1, dt.timedelta(seconds=5)))
+    assert event.summary == "web created with revision 1: image shop:1" and event.actor_name == "helm"
+    assert event.action == "create" and event.resource_id == "second"
