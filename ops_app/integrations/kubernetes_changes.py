@@ -3,7 +3,7 @@ their ReplicaSet revisions, and the ConfigMaps, of the namespaces the organizati
 
 This module only reads and flattens. What counts as new since the last poll, and the words of a
 change event, are ops_app.estate.cluster_changes' (the estate and the integrations do not import
-each other; ops_app.tasks composes the two). Everything returned is plain data (str, int, dict,
+each other; ops_app.cluster_collector composes the two). Everything returned is plain data (str, int, dict,
 datetime), so the estate side needs no lightkube type.
 
 Secrets are never requested: a Secret named by a pod template is kept as a reference
@@ -39,9 +39,12 @@ async def read_cluster(cluster: Cluster) -> ClusterState:
         deployments: list[DeploymentState] = []
         configmaps: list[ConfigMapState] = []
         for namespace in cluster.namespaces or (ALL_NS,):
-            replicasets = [rs async for rs in api.list(ReplicaSet, namespace=namespace)]
+            replicasets: dict[str, list[ReplicaSet]] = {}
+            async for rs in api.list(ReplicaSet, namespace=namespace):
+                replicasets.setdefault(rs.metadata.namespace if rs.metadata else "", []).append(rs)
             async for deployment in api.list(Deployment, namespace=namespace):
-                deployments.append(deployment_state(deployment, replicasets))
+                namespace_of = deployment.metadata.namespace if deployment.metadata else ""
+                deployments.append(deployment_state(deployment, replicasets.get(namespace_of, [])))
             configmaps += [configmap_state(cm) async for cm in api.list(ConfigMap, namespace=namespace)]
     finally:
         await api.close()
