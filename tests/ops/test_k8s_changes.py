@@ -351,3 +351,28 @@ def test_a_deployment_made_again_under_its_name_starts_its_revisions_anew(org, s
     [event] = cluster_changes.record_cluster_state(source, state("second", 1, dt.timedelta(seconds=5)))
     assert event.summary == "web created with revision 1: image shop:1" and event.actor_name == "helm"
     assert event.action == "create" and event.resource_id == "second"
+
+
+@pytest.mark.parametrize(
+    ("node", "related"),
+    [("payments-api", True), ("payments", True), ("ledger", False), ("api", False), ("pay", False)],
+)
+def test_a_cluster_change_is_on_the_incident_when_a_node_names_its_workload(org, quiet, node, related):
+    with change_events.suppressed():
+        TopologyNode.objects.create(organization=org, name=node)
+    started = timezone.now()
+    ChangeEvent.objects.create(
+        organization=org,
+        occurred_at=started - dt.timedelta(minutes=5),
+        actor_name="helm",
+        action="update",
+        resource_type="k8s_deployment",
+        resource_id="uid-1",
+        resource_name="prod/shop/payments-api",
+        summary="payments-api rolled out revision 7: image shop:1 → 2",
+    )
+    incident = Incident.objects.create(
+        organization=org, title="5xx", severity="critical", started_at=started, affected_services=[node]
+    )
+    [change] = what_changed(incident)
+    assert change.related is related
