@@ -16,6 +16,7 @@ from im_app import redelivery  # noqa: E402
 from incidents_app import startup  # noqa: E402
 from ongrid_site.origins import ExactOriginValidator  # noqa: E402
 from ongrid_site.routing import websocket_urlpatterns  # noqa: E402
+from ops_app import cluster_collector  # noqa: E402
 from schedules_app import embedded as embedded_scheduler  # noqa: E402
 
 router = ProtocolTypeRouter(
@@ -29,7 +30,8 @@ router = ProtocolTypeRouter(
 async def application(scope, receive, send):
     """The router, plus: sync views hand chat turns to this server's event loop (see executors),
     and the first request of a process closes session rows orphaned by a previous crash and, in
-    the embedded shape, starts the schedule loop (docs/schedules.md) and delivers IM answers still
+    the embedded shape, starts the schedule loop (docs/schedules.md) and the cluster change
+    collector (docs/kubernetes-changes.md), and delivers IM answers still
     in the outbox (docs/im.md)."""
     if remember_main_loop(asyncio.get_running_loop()):
         run_in_background(reap_at_startup())
@@ -37,4 +39,6 @@ async def application(scope, receive, send):
         run_in_background(redelivery.resume_if_pending())  # IM answers queued before a restart
         if embedded_scheduler.should_run():
             run_in_background(embedded_scheduler.scheduler_loop())
+        if cluster_collector.should_run_embedded():
+            run_in_background(cluster_collector.collector_loop())
     await router(scope, receive, send)

@@ -115,6 +115,8 @@ class Config:
     public_url_set: bool = False  # ONGRID_PUBLIC_URL given: the admin may show absolute webhook URLs
     # Schedules (docs/schedules.md): the embedded scheduler's tick, and outgoing e-mail.
     scheduler_interval: float = 30.0  # seconds; 0 turns the embedded scheduler off
+    # Seconds between polls of the clusters for rollouts and ConfigMap changes; 0 turns it off.
+    k8s_changes_interval: float = 60.0
     smtp_host: str | None = None  # unset: e-mail goes to the server log (console backend)
     smtp_port: int = 587
     smtp_user: str = ""
@@ -462,6 +464,7 @@ def load(env: Mapping[str, str] | None = None) -> Config:
         public_url=(env.get("ONGRID_PUBLIC_URL") or "http://127.0.0.1:8000").rstrip("/"),
         public_url_set=bool(env.get("ONGRID_PUBLIC_URL")),
         scheduler_interval=_number(env, "ONGRID_SCHEDULER_INTERVAL", 30.0, float, 0),
+        k8s_changes_interval=_number(env, "ONGRID_K8S_CHANGES_INTERVAL", 60.0, float, 0),
         smtp_host=_optional(env, "ONGRID_SMTP_HOST"),
         smtp_port=int(_number(env, "ONGRID_SMTP_PORT", 587, int, 1)),
         smtp_user=env.get("ONGRID_SMTP_USER", ""),

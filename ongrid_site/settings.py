@@ -203,6 +203,12 @@ CELERY_BEAT_SCHEDULE = {
     # Posts the IM answers queued while a chat platform was down (docs/im.md); rows are claimed.
     "redeliver-im-outbox": {"task": "im_app.redeliver", "schedule": 15.0},
 }
+if CONFIG.k8s_changes_interval > 0:
+    # Rollouts and ConfigMap changes of the organizations' clusters (docs/kubernetes-changes.md).
+    CELERY_BEAT_SCHEDULE["collect-cluster-changes"] = {
+        "task": "ops_app.collect_cluster_changes",
+        "schedule": CONFIG.k8s_changes_interval,
+    }
 # `celery -A ongrid_site beat` keeps its periodic tasks in the database (django-celery-beat), so
 # they are listed, and can be paused, in the admin; the entries above are synced into it.
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"

@@ -8,6 +8,7 @@ from pathlib import Path
 from celery import shared_task
 from django.conf import settings
 
+from ops_app import cluster_collector
 from ops_app.knowledge import vault
 
 
@@ -22,3 +23,10 @@ def sync_knowledge_vault(organization_id: int, directory: str | None = None) -> 
     """Mirror a vault directory (default ONGRID_VAULT_DIR) into the organization's documents."""
     path = Path(directory) if directory else settings.CONFIG.vault_dir
     return asdict(vault.sync_vault(organization_id, path))
+
+
+@shared_task(name="ops_app.collect_cluster_changes")
+def collect_cluster_changes() -> int:
+    """Poll every organization's clusters for rollouts and ConfigMap changes; celery beat runs it
+    every ONGRID_K8S_CHANGES_INTERVAL seconds (docs/kubernetes-changes.md). Returns the events recorded."""
+    return cluster_collector.collect_all()

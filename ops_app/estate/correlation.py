@@ -14,12 +14,15 @@ import datetime as dt
 from django.db.models import Q
 
 from ops_app.core.timeutil import iso
+from ops_app.estate.cluster_changes import CONFIGMAP_TYPE, DEPLOYMENT_TYPE
 from ops_app.estate.topology import expand, node_summary
 from ops_app.models import Alert, ChangeEvent, Incident, TopologyNode
 
 WINDOW = dt.timedelta(minutes=30)
 NEIGHBOUR_DEPTH = 2
 MAX_ITEMS = 50
+# Change events of the clusters' objects, named "<cluster>/<namespace>/<name>".
+CLUSTER_TYPES = (DEPLOYMENT_TYPE, CONFIGMAP_TYPE)
 
 
 def incident_nodes(incident: Incident) -> list[TopologyNode]:
@@ -113,11 +116,22 @@ def _touches(change: ChangeEvent, names: set[str], node_ids: set[str], device_id
         return change.resource_id in node_ids or change.resource_name in names
     if change.resource_type == "device":
         return change.resource_id in device_ids
+    if change.resource_type in CLUSTER_TYPES:
+        return _names_workload(change.resource_name, names)
     if change.resource_type in ("topology_edge", "alert_rule"):
         return any(name in change.resource_name for name in names) or any(
             name in str(change.after or change.before) for name in names
         )
     return False
+
+
+def _names_workload(resource_name: str, names: set[str]) -> bool:
+    """A cluster object ("<cluster>/<namespace>/<name>") is on a topology node named like it: the
+    object itself (`payments-api`), the workload it belongs to (node `payments` for
+    `payments-api` or `payments-config`), or its namespace (`payments`)."""
+    namespace, _, name = resource_name.rpartition("/")
+    namespace = namespace.rpartition("/")[2]
+    return any(node == name or name.startswith(f"{node}-") or node == namespace for node in names if node)
 
 
 def _minutes(delta: dt.timedelta) -> float:

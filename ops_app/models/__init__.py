@@ -28,7 +28,14 @@ from ops_app.models.estate import (
     TopologyNode,
 )
 from ops_app.models.knowledge import KnowledgeDocument, KnowledgePassage
-from ops_app.models.integrations import MCP_NAME, DataSource, LLMEndpoint, McpServer, McpTool
+from ops_app.models.integrations import (
+    MCP_NAME,
+    ClusterObjectState,
+    DataSource,
+    LLMEndpoint,
+    McpServer,
+    McpTool,
+)
 # isort: on
 
 __all__ = [
@@ -39,6 +46,7 @@ __all__ = [
     "AlertmanagerReceiver",
     "ApiToken",
     "ChangeEvent",
+    "ClusterObjectState",
     "DataSource",
     "Device",
     "Incident",

@@ -180,6 +180,35 @@ class DataSource(TenantModel):
         self.url = url
 
 
+class ClusterObjectState(TenantModel):
+    """What the cluster change collector last saw of one object of a cluster (a deployment's
+    highest revision, a ConfigMap's resourceVersion and content hashes), so the next poll records
+    only what is new (docs/kubernetes-changes.md). One row of kind `cluster` per data source holds
+    the cluster's own state (its failure while unreachable) and is the lock two polls queue on."""
+
+    data_source = models.ForeignKey(
+        DataSource, verbose_name=_("data source"), on_delete=models.CASCADE, related_name="+"
+    )
+    kind = models.CharField(verbose_name=_("kind"), max_length=20)
+    namespace = models.CharField(verbose_name=_("namespace"), max_length=63, blank=True)
+    name = models.CharField(verbose_name=_("name"), max_length=253, blank=True)
+    version = models.CharField(verbose_name=_("version"), max_length=64, blank=True)
+    content = models.JSONField(verbose_name=_("content"), default=dict, blank=True)
+    updated_at = models.DateTimeField(verbose_name=_("updated at"), auto_now=True)
+
+    class Meta:
+        verbose_name = _("cluster object state")
+        verbose_name_plural = _("cluster object states")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["data_source", "kind", "namespace", "name"], name="cluster_object_state_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.data_source_id}:{self.kind}/{self.namespace}/{self.name}@{self.version}"
+
+
 class LLMEndpoint(TenantModel):
     """An organization's own OpenAI-compatible model endpoint (OpenAI, Azure OpenAI, Ollama, vLLM, a
     LiteLLM proxy...). The default one serves every agent of the organization; a persona's `model`
