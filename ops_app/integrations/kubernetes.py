@@ -20,7 +20,7 @@ from pathlib import Path
 
 import httpx2
 from django.conf import settings
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_lazy
 from lightkube import AsyncClient, Client
 from lightkube.config.kubeconfig import SingleConfig
 from lightkube.config.models import Cluster as LkCluster
@@ -39,10 +39,10 @@ FIELD_MANAGER = "ongrid"
 VERSION = re.compile(r"^v\d+\.\d+\.\d+[0-9A-Za-z.+-]*$")
 # What "Test" asks the cluster it may do, in the words the admin reads.
 ACCESS_CHECKS = (
-    ("list", "", "pods", "", "list pods"),
-    ("get", "", "pods", "log", "read pod logs"),
-    ("list", "", "events", "", "list events"),
-    ("patch", "apps", "deployments", "", "patch deployments (write tools)"),
+    ("list", "", "pods", "", gettext_lazy("list pods")),
+    ("get", "", "pods", "log", gettext_lazy("read pod logs")),
+    ("list", "", "events", "", gettext_lazy("list events")),
+    ("patch", "apps", "deployments", "", gettext_lazy("patch deployments (write tools)")),
 )
 
 
@@ -259,7 +259,7 @@ def _refusal(source: DataSource, status: int) -> str:
     return f"{source.url}: {reason}" + (f" ({words[status]})" if status in words else "")
 
 
-def _access_line(api: Client, cluster: Cluster, check: tuple[str, str, str, str, str]) -> str:
+def _access_line(api: Client, cluster: Cluster, check: tuple) -> str:
     verb, group, resource, subresource, words = check
     namespace = cluster.namespaces[0] if cluster.namespaces else None
     review = SelfSubjectAccessReview(
