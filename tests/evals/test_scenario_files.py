@@ -38,6 +38,22 @@ def _write(directory: Path, name: str, body: str) -> Path:
         ("question: The disk on web-01", "question: ''\n    x: The disk on web-01", "unknown key(s) x"),
         ("question: The disk on web-01 is full. What is filling it?", "question: ''", "`question` is"),
         ("patient_zero: [web-01]", "patient_zero: {host: web-01}", "expected.patient_zero must be text"),
+        (
+            "tool_budget: 5",
+            "tool_budget: 5\n      proposes: k8s_rollout_undo",
+            "expected.proposes must be a mapping",
+        ),
+        ("tool_budget: 5", "tool_budget: 5\n      proposes: {arguments: {}}", "mapping with a `tool` name"),
+        (
+            "tool_budget: 5",
+            "tool_budget: 5\n      proposes: {tool: k8s_scale, args: {}}",
+            "unknown key(s) args",
+        ),
+        (
+            "tool_budget: 5",
+            "tool_budget: 5\n      proposes: {tool: k8s_scale, arguments: [checkout]}",
+            "expected.proposes.arguments must be a mapping",
+        ),
     ],
 )
 def test_a_malformed_key_is_refused_naming_the_file_and_the_key(tmp_path, replace, by, named):
