@@ -6,9 +6,15 @@ from __future__ import annotations
 
 import dataclasses
 
-from evals_app.evidence import Evidence, ProposedWrite, ToolAttempt
+import pytest
+from django.utils import timezone
+
+from agents_app.gate import proposals
+from audit_app.models import AuditLog
+from evals_app.evidence import Evidence, ProposedWrite, ToolAttempt, collect
 from evals_app.grading import check_proposal, grade
-from evals_app.scenarios import Expected, Proposal, Scenario
+from evals_app.scenarios import SCENARIOS_DIR, Expected, Proposal, Scenario, load_scenario
+from tests.support.gate import make_chat, make_worker
 
 UNDO = {"deployment": "payments-api", "namespace": "payments"}
 SCENARIO = Scenario(
@@ -99,3 +105,64 @@ def test_grade_runs_the_check_only_when_the_scenario_asks_for_it():
     assert "proposed_write" in [c.name for c in grade(SCENARIO, evidence, set())]
     plain = dataclasses.replace(SCENARIO, expected=Expected())
     assert "proposed_write" not in [c.name for c in grade(plain, evidence, set())]
+
+
+def _audit(session, call_id: str, status: str) -> None:
+    AuditLog.objects.create(
+        organization=session.organization,
+        session=session,
+        persona="specialist-k8s",
+        tool="k8s_rollout_undo",
+        tool_class="write",
+        arguments="{}",
+        status=status,
+        started_at=timezone.now(),
+        tool_call_id=call_id,
+    )
+
+
+def _held(worker, call_id: str, approve: bool) -> None:
+    proposal = proposals.create_proposal(
+        session_id=worker.pk,
+        tool_call_id=call_id,
+        tool="k8s_rollout_undo",
+        tool_class="write",
+        persona="specialist-k8s",
+        permission_mode="mutating-with-confirm",
+        arguments=ARGUMENTS,
+        payload={"action": "rollout undo", "target": "payments/payments-api"},
+    )
+    proposals.record_review(proposal.pk, approve, "revision 3 reads the old ConfigMap")
+    if approve:
+        proposals.mark_executed(proposal.pk, "ok")
+
+
+@pytest.mark.django_db
+def test_the_evidence_reads_the_proposals_of_the_run_and_nothing_else(member, outsider):
+    chat = make_chat(member, "payments-api crashloops; fix it")
+    worker = make_worker(chat, "specialist-k8s")
+    _held(worker, "c-ours", approve=True)
+    _audit(worker, "c-ours", "ok")
+    other = make_worker(make_chat(outsider, "another chat"), "specialist-k8s")
+    _held(other, "c-theirs", approve=False)
+
+    evidence = collect(chat.pk)
+
+    assert evidence.proposals == (ProposedWrite("k8s_rollout_undo", ARGUMENTS, "approve", True, "c-ours"),)
+    assert [a.tool_call_id for a in evidence.attempts] == ["c-ours"]
+    assert check_proposal(SCENARIO, evidence).passed
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "k8s-crashloop-configmap",
+        "k8s-oomkilled-memory-limit",
+        "k8s-imagepull-typo",
+        "k8s-rollout-stuck-readiness",
+    ],
+)
+def test_the_kubernetes_rollback_scenarios_expect_an_undo_of_their_deployment(name):
+    proposes = load_scenario(SCENARIOS_DIR / name / "scenario.yaml").expected.proposes
+    assert proposes is not None and proposes.tool == "k8s_rollout_undo"
+    assert set(proposes.arguments) == {"deployment", "namespace"}

@@ -11,6 +11,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from evals_app.runner import known_tools
 from evals_app.scenarios import SCENARIOS_DIR, ScenarioError, load_scenario, load_suite
 
 GOOD = """\
@@ -91,3 +92,14 @@ def test_every_shipped_scenario_loads():
     scenarios = load_suite(SCENARIOS_DIR)
     assert len(scenarios) >= 24
     assert len({s.category for s in scenarios}) >= 8
+
+
+def test_every_tool_a_shipped_scenario_names_exists():
+    """A recording, a forbidden tool or an expected write under a misspelt name would never match
+    a call, silently weakening the scenario (its check passes for every model)."""
+    tools = known_tools()
+    for scenario in load_suite(SCENARIOS_DIR):
+        named = {r.tool for r in scenario.recordings} | set(scenario.expected.forbidden_tools)
+        if scenario.expected.proposes is not None:
+            named.add(scenario.expected.proposes.tool)
+        assert named <= tools, f"{scenario.name}: unknown {sorted(named - tools)}"
