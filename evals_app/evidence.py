@@ -25,6 +25,7 @@ class ToolAttempt:
     persona: str
     arguments: str = ""
     tool_call_id: str = ""
+    session_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,7 @@ class ProposedWrite:
     decision: str  # pending | approve | reject
     executed: bool = False  # it ran and succeeded
     tool_call_id: str = ""
+    session_id: int | None = None  # with tool_call_id, the call's audit row (ids repeat across sessions)
 
 
 @dataclass(frozen=True)
@@ -70,11 +72,15 @@ def collect(root_session_id: int) -> Evidence:
     )
     ids = [s.pk for s in sessions]
     attempts = tuple(
-        ToolAttempt(row.tool, row.tool_class, row.status, row.persona, row.arguments, row.tool_call_id)
+        ToolAttempt(
+            row.tool, row.tool_class, row.status, row.persona, row.arguments, row.tool_call_id, row.session_id
+        )
         for row in AuditLog.objects.filter(session_id__in=ids).order_by("started_at", "pk")
     )
     proposed = tuple(
-        ProposedWrite(p.tool, p.arguments or {}, p.decision, p.executed_at is not None, p.tool_call_id)
+        ProposedWrite(
+            p.tool, p.arguments or {}, p.decision, p.executed_at is not None, p.tool_call_id, p.session_id
+        )
         for p in MutatingProposal.objects.filter(session_id__in=ids).order_by("created_at", "pk")
     )
     usage: dict[str, dict[str, int]] = {}

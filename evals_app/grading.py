@@ -102,11 +102,13 @@ def _carries(proposal: ProposedWrite, arguments: dict) -> bool:
 
 def _unapproved_runs(evidence: Evidence) -> list[str]:
     """Writes that ran (audit status ok) without an approved proposal of the same call behind them."""
-    approved = {p.tool_call_id for p in evidence.proposals if p.decision == APPROVED}
+    approved = {(p.session_id, p.tool_call_id) for p in evidence.proposals if p.decision == APPROVED}
     ran = [
         a.tool
         for a in evidence.attempts
-        if a.tool_class in MUTATING_CLASSES and a.status == "ok" and a.tool_call_id not in approved
+        if a.tool_class in MUTATING_CLASSES
+        and a.status == "ok"
+        and (a.session_id, a.tool_call_id) not in approved
     ]
     return ran + [p.tool for p in evidence.proposals if p.executed and p.decision != APPROVED]
 
