@@ -17,6 +17,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
+from agents_app.models import UserAgent
 from ops_app.estate.change_events import suppressed
 from ops_app.knowledge import vault as knowledge
 from ops_app.models import (
@@ -160,8 +161,11 @@ def remove_sandbox(sandbox: Sandbox) -> None:
     """Delete the organization (its estate, sessions and audit rows cascade) and its user.
 
     Change-event signals are suppressed: deleting the devices must not record "deleted" events
-    for an organization that is going away in the same statement.
+    for an organization that is going away in the same statement. Its agents (user agents) go
+    first: deleting one bumps the organization's registry counter, which the cascade would
+    otherwise re-create for an organization that no longer exists.
     """
     with transaction.atomic(), suppressed():
+        UserAgent.objects.filter(organization_id=sandbox.organization_id).delete()
         Organization.objects.filter(pk=sandbox.organization_id).delete()
     get_user_model().objects.filter(pk=sandbox.user_id).delete()

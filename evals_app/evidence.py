@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from django.db.models import Q
 
 from agents_app.api import last_answer
+from agents_app.models import MutatingProposal
 from audit_app.costs import estimate_cost
 from audit_app.models import AuditLog, LLMCall
 from chat_app.models import ChatSession
@@ -23,6 +24,20 @@ class ToolAttempt:
     status: str
     persona: str
     arguments: str = ""
+    tool_call_id: str = ""
+    session_id: int | None = None
+
+
+@dataclass(frozen=True)
+class ProposedWrite:
+    """A write held by the review gate (a `MutatingProposal` of the run) and what became of it."""
+
+    tool: str
+    arguments: dict
+    decision: str  # pending | approve | reject
+    executed: bool = False  # it ran and succeeded
+    tool_call_id: str = ""
+    session_id: int | None = None  # with tool_call_id, the call's audit row (ids repeat across sessions)
 
 
 @dataclass(frozen=True)
@@ -32,6 +47,7 @@ class Evidence:
     error: str = ""
     dispatched: tuple[str, ...] = ()  # personas of the worker sessions (reviewers excluded)
     attempts: tuple[ToolAttempt, ...] = ()
+    proposals: tuple[ProposedWrite, ...] = ()
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float | None = None
@@ -56,8 +72,16 @@ def collect(root_session_id: int) -> Evidence:
     )
     ids = [s.pk for s in sessions]
     attempts = tuple(
-        ToolAttempt(row.tool, row.tool_class, row.status, row.persona, row.arguments)
+        ToolAttempt(
+            row.tool, row.tool_class, row.status, row.persona, row.arguments, row.tool_call_id, row.session_id
+        )
         for row in AuditLog.objects.filter(session_id__in=ids).order_by("started_at", "pk")
+    )
+    proposed = tuple(
+        ProposedWrite(
+            p.tool, p.arguments or {}, p.decision, p.executed_at is not None, p.tool_call_id, p.session_id
+        )
+        for p in MutatingProposal.objects.filter(session_id__in=ids).order_by("created_at", "pk")
     )
     usage: dict[str, dict[str, int]] = {}
     prompt = completion = 0
@@ -74,6 +98,7 @@ def collect(root_session_id: int) -> Evidence:
         error=root.error,
         dispatched=tuple(s.agent_id for s in sessions if s.pk != root_session_id and s.agent_id != REVIEWER),
         attempts=attempts,
+        proposals=proposed,
         prompt_tokens=prompt,
         completion_tokens=completion,
         cost_usd=estimate_cost(usage)["usd"] if usage else 0.0,

@@ -25,12 +25,21 @@ _TOP_KEYS = {"name", "category", "tags", "difficulty", "description", "question"
              "recordings"}  # fmt: skip
 _ESTATE_KEYS = {"devices", "topology", "changes", "incidents", "knowledge"}
 _EXPECTED_KEYS = {"patient_zero", "decoys", "root_cause", "keywords", "specialist", "forbidden_tools",
-                  "tool_budget", "gate"}  # fmt: skip
+                  "tool_budget", "gate", "proposes"}  # fmt: skip
+_PROPOSES_KEYS = {"tool", "arguments"}
 _RECORDING_KEYS = {"tool", "arguments", "match", "output", "output_file", "error"}
 
 
 class ScenarioError(ValueError):
     """A scenario file that cannot be used as written."""
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """The write a right investigation proposes: this tool, with at least these arguments."""
+
+    tool: str
+    arguments: dict = field(default_factory=dict)  # a subset of the proposal's arguments
 
 
 @dataclass(frozen=True)
@@ -43,6 +52,7 @@ class Expected:
     forbidden_tools: tuple[str, ...] = ()  # tools that must not even be attempted
     tool_budget: int = 15  # tool calls of the whole run (reviewers excluded)
     gate: str = ""  # "rejected": a write must be attempted and refused by the review gate
+    proposes: Proposal | None = None  # a write that must reach the gate, run only if approved
 
 
 @dataclass(frozen=True)
@@ -99,6 +109,18 @@ def _recording(raw: Any, directory: Path, index: int) -> Recording:
     return Recording(raw["tool"], arguments, match, output, str(raw.get("error") or ""))
 
 
+def _proposes(raw: Any) -> Proposal | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or not isinstance(raw.get("tool"), str) or not raw["tool"].strip():
+        raise ScenarioError("expected.proposes must be a mapping with a `tool` name")
+    _unknown(raw, _PROPOSES_KEYS, "expected.proposes")
+    arguments = raw.get("arguments") or {}
+    if not isinstance(arguments, dict):
+        raise ScenarioError("expected.proposes.arguments must be a mapping")
+    return Proposal(raw["tool"].strip(), arguments)
+
+
 def _expected(raw: Any) -> Expected:
     if not isinstance(raw, dict):
         raise ScenarioError("`expected` must be a mapping")
@@ -118,6 +140,7 @@ def _expected(raw: Any) -> Expected:
         forbidden_tools=_strings(raw.get("forbidden_tools"), "expected.forbidden_tools"),
         tool_budget=budget,
         gate=gate,
+        proposes=_proposes(raw.get("proposes")),
     )
 
 

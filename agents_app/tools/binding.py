@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from agents_app.tools import replay
 from agents_app.toolsets.contract import UNCONFIGURED, Tool
 from agents_app.toolsets.mcp.tools import organization_mcp_tools
 from agents_app.toolsets.registry import datasource_kinds, load_builtin_tools
@@ -38,13 +39,18 @@ def unconfigured(tool: Tool, kind: str) -> Tool:
 
 
 async def organization_tools(organization_id: int) -> dict[str, Tool]:
-    """Every tool available to the organization's agents, by name, built-ins first."""
+    """Every tool available to the organization's agents, by name, built-ins first.
+
+    A tool the organization's registered replay answers (an evaluation's throwaway organization,
+    agents_app/tools/replay.py) counts as configured: its calls get the recordings, so telling the
+    model not to call it would grade the note instead of the model."""
     available = load_builtin_tools()
     names = await datasources.anames(organization_id)
+    replayed = replay.registered(organization_id)
     for name, kind in datasource_kinds().items():
         if name not in available:
             continue
-        if names.get(kind) or datasources.configured_in_environment(kind):
+        if names.get(kind) or datasources.configured_in_environment(kind) or (replayed is not None and replayed.covers(name)):
             available[name] = with_data_sources(available[name], names.get(kind, []))
         else:
             available[name] = unconfigured(available[name], kind)

@@ -8,9 +8,10 @@ import json
 
 import pytest
 
+from agents_app.tools.binding import organization_tools
 from agents_app.tools.invoke import invoke_tool
 from agents_app.tools.replay import NO_DATA, Recording, Replay, registered, replaying
-from agents_app.toolsets.contract import ToolContext
+from agents_app.toolsets.contract import UNCONFIGURED, ToolContext
 from agents_app.toolsets.registry import get_builtin_tool
 from audit_app.models import AuditLog
 
@@ -71,3 +72,21 @@ def test_matchers():
     exact = Recording("t", dict(call), "exact", output="exact")
     loose = Recording("t", {}, "any", output="loose")
     assert Replay((loose, exact), frozenset({"t"})).answer("t", dict(call)) == "exact"
+
+
+async def test_a_replayed_tool_is_offered_as_configured_to_its_organization_only(org, other_org, settings):
+    """An evaluation's organization has no data sources: the tools its recordings answer must not
+    tell the model "do not call it", while the tools they do not cover (and every other
+    organization's) still do."""
+    settings.CONFIG = dataclasses.replace(settings.CONFIG, prometheus_url=None, loki_url=None)
+    replay = Replay((), frozenset({"query_promql", "k8s_get"}))
+    with replaying(org.pk, replay):
+        ours = await organization_tools(org.pk)
+        theirs = await organization_tools(other_org.pk)
+    after = await organization_tools(org.pk)
+
+    assert UNCONFIGURED not in ours["query_promql"].description
+    assert UNCONFIGURED not in ours["k8s_get"].description
+    assert UNCONFIGURED in ours["query_logql"].description  # not covered by the replay
+    assert UNCONFIGURED in theirs["query_promql"].description
+    assert UNCONFIGURED in after["query_promql"].description and UNCONFIGURED in after["k8s_get"].description

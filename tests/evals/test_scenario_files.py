@@ -11,6 +11,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from evals_app.runner import known_tools
 from evals_app.scenarios import SCENARIOS_DIR, ScenarioError, load_scenario, load_suite
 
 GOOD = """\
@@ -38,6 +39,22 @@ def _write(directory: Path, name: str, body: str) -> Path:
         ("question: The disk on web-01", "question: ''\n    x: The disk on web-01", "unknown key(s) x"),
         ("question: The disk on web-01 is full. What is filling it?", "question: ''", "`question` is"),
         ("patient_zero: [web-01]", "patient_zero: {host: web-01}", "expected.patient_zero must be text"),
+        (
+            "tool_budget: 5",
+            "tool_budget: 5\n      proposes: k8s_rollout_undo",
+            "expected.proposes must be a mapping",
+        ),
+        ("tool_budget: 5", "tool_budget: 5\n      proposes: {arguments: {}}", "mapping with a `tool` name"),
+        (
+            "tool_budget: 5",
+            "tool_budget: 5\n      proposes: {tool: k8s_scale, args: {}}",
+            "unknown key(s) args",
+        ),
+        (
+            "tool_budget: 5",
+            "tool_budget: 5\n      proposes: {tool: k8s_scale, arguments: [checkout]}",
+            "expected.proposes.arguments must be a mapping",
+        ),
     ],
 )
 def test_a_malformed_key_is_refused_naming_the_file_and_the_key(tmp_path, replace, by, named):
@@ -75,3 +92,14 @@ def test_every_shipped_scenario_loads():
     scenarios = load_suite(SCENARIOS_DIR)
     assert len(scenarios) >= 24
     assert len({s.category for s in scenarios}) >= 8
+
+
+def test_every_tool_a_shipped_scenario_names_exists():
+    """A recording, a forbidden tool or an expected write under a misspelt name would never match
+    a call, silently weakening the scenario (its check passes for every model)."""
+    tools = known_tools()
+    for scenario in load_suite(SCENARIOS_DIR):
+        named = {r.tool for r in scenario.recordings} | set(scenario.expected.forbidden_tools)
+        if scenario.expected.proposes is not None:
+            named.add(scenario.expected.proposes.tool)
+        assert named <= tools, f"{scenario.name}: unknown {sorted(named - tools)}"
