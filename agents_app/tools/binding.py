@@ -50,7 +50,8 @@ async def organization_tools(organization_id: int) -> dict[str, Tool]:
     for name, kind in datasource_kinds().items():
         if name not in available:
             continue
-        if names.get(kind) or datasources.configured_in_environment(kind) or (replayed is not None and replayed.covers(name)):
+        answered = replayed is not None and replayed.covers(name)
+        if names.get(kind) or datasources.configured_in_environment(kind) or answered:
             available[name] = with_data_sources(available[name], names.get(kind, []))
         else:
             available[name] = unconfigured(available[name], kind)
