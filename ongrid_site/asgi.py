@@ -31,7 +31,7 @@ async def application(scope, receive, send):
     """The router, plus: sync views hand chat turns to this server's event loop (see executors),
     and the first request of a process closes session rows orphaned by a previous crash and, in
     the embedded shape, starts the schedule loop (docs/schedules.md) and the cluster change
-    collector (docs/kubernetes.md, "Change events from clusters"), and delivers IM answers still
+    collector (docs/kubernetes.md), and delivers IM answers still
     in the outbox (docs/im.md)."""
     if remember_main_loop(asyncio.get_running_loop()):
         run_in_background(reap_at_startup())

@@ -204,7 +204,7 @@ CELERY_BEAT_SCHEDULE = {
     "redeliver-im-outbox": {"task": "im_app.redeliver", "schedule": 15.0},
 }
 if CONFIG.k8s_changes_interval > 0:
-    # Rollouts and ConfigMap changes of the organizations' clusters (docs/kubernetes.md, "Change events from clusters").
+    # Rollouts and ConfigMap changes of the organizations' clusters (docs/kubernetes.md).
     CELERY_BEAT_SCHEDULE["collect-cluster-changes"] = {
         "task": "ops_app.collect_cluster_changes",
         "schedule": CONFIG.k8s_changes_interval,

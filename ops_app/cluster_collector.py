@@ -1,4 +1,4 @@
-"""The cluster change collector (docs/kubernetes.md, "Change events from clusters"): every organization's clusters read
+"""The cluster change collector (docs/kubernetes.md): every organization's clusters read
 (ops_app.integrations.kubernetes_changes) and what is new recorded as change events
 (ops_app.estate.cluster_changes). It composes the two here because they may not import each other.
 

@@ -28,5 +28,5 @@ def sync_knowledge_vault(organization_id: int, directory: str | None = None) -> 
 @shared_task(name="ops_app.collect_cluster_changes")
 def collect_cluster_changes() -> int:
     """Poll every organization's clusters for rollouts and ConfigMap changes; celery beat runs it
-    every ONGRID_K8S_CHANGES_INTERVAL seconds (docs/kubernetes.md, "Change events from clusters"). Returns the events recorded."""
+    every ONGRID_K8S_CHANGES_INTERVAL seconds (docs/kubernetes.md). Returns the events recorded."""
     return cluster_collector.collect_all()

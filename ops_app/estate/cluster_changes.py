@@ -1,4 +1,4 @@
-"""Change events from an organization's clusters (docs/kubernetes.md, "Change events from clusters"): a deployment's
+"""Change events from an organization's clusters (docs/kubernetes.md): a deployment's
 new ReplicaSet revision (a rollout) and a ConfigMap whose content changed become ChangeEvents of
 the organization, so the incident page's "What changed" and the investigator see them beside the
 estate's own changes.

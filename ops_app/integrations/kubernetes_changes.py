@@ -1,4 +1,4 @@
-"""Reading a cluster for its change events (docs/kubernetes.md, "Change events from clusters"): the Deployments with
+"""Reading a cluster for its change events (docs/kubernetes.md): the Deployments with
 their ReplicaSet revisions, and the ConfigMaps, of the namespaces the organization allows.
 
 This module only reads and flattens. What counts as new since the last poll, and the words of a

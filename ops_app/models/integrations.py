@@ -183,7 +183,7 @@ class DataSource(TenantModel):
 class ClusterObjectState(TenantModel):
     """What the cluster change collector last saw of one object of a cluster (a deployment's
     highest revision, a ConfigMap's resourceVersion and content hashes), so the next poll records
-    only what is new (docs/kubernetes.md, "Change events from clusters"). One row of kind `cluster` per data source holds
+    only what is new (docs/kubernetes.md). One row of kind `cluster` per data source holds
     the cluster's own state (its failure while unreachable) and is the lock two polls queue on."""
 
     data_source = models.ForeignKey(

@@ -1,4 +1,4 @@
-"""Cluster rollouts and ConfigMap edits become change events (docs/kubernetes.md, "Change events from clusters"), against
+"""Cluster rollouts and ConfigMap edits become change events (docs/kubernetes.md), against
 the fake API server through the real client: first sight, a template PATCH making a new revision,
 a ConfigMap edit, Secrets never read, a cluster down, tenancy, and the incident page's "What
 changed"."""

@@ -1,5 +1,5 @@
 """Poll the clusters for rollouts and ConfigMap changes now, instead of waiting for the next
-round of the periodic collector (docs/kubernetes.md, "Change events from clusters")."""
+round of the periodic collector (docs/kubernetes.md)."""
 
 from __future__ import annotations
 
