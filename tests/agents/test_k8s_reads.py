@@ -426,3 +426,18 @@ def test_a_hanging_or_refused_cluster_is_a_tool_error(org, payments, settings):
     with pytest.raises(ToolError) as refused:
         run_tool("k8s_get", org, kind="pods", namespace="payments")
     assert "is refused by the egress policy" in str(refused.value)
+
+
+def test_a_pasted_kubeconfig_connects_and_an_unusable_one_says_why(org, payments):
+    source = connect(org, payments, token="")
+    DataSource.objects.filter(pk=source.pk).update(
+        url="", ca_bundle="", kubeconfig=payments.kubeconfig("reader-token")
+    )
+    assert run_tool("k8s_get", org, kind="deploy", namespace="payments")["count"] == 2
+    assert {r.token for r in payments.requests} == {"reader-token"}
+    exec_user = payments.kubeconfig("reader-token").replace("token: reader-token", "exec: {command: /bin/sh}")
+    DataSource.objects.filter(pk=source.pk).update(kubeconfig=exec_user)
+    with pytest.raises(
+        ToolError, match="the cluster's kubeconfig cannot be used: the user's `exec` is refused"
+    ):
+        run_tool("k8s_get", org, kind="pods", namespace="payments")
