@@ -41,6 +41,7 @@ def _state(state: dict | None) -> dict:
 
 
 def pod_summary(pod: dict) -> dict:
+    """What each container is told to be beside what it is, and why it last stopped."""
     spec, status = pod.get("spec") or {}, pod.get("status") or {}
     running = {c.get("name"): c for c in status.get("containerStatuses") or []}
     containers = []
@@ -70,6 +71,7 @@ def pod_summary(pod: dict) -> dict:
 
 
 def deployment_summary(deployment: dict) -> dict:
+    """Replica counts, the rollout strategy and conditions, and the template the pods get."""
     spec, status = deployment.get("spec") or {}, deployment.get("status") or {}
     template = (spec.get("template") or {}).get("spec") or {}
     strategy = spec.get("strategy") or {}
@@ -99,6 +101,7 @@ def deployment_summary(deployment: dict) -> dict:
 
 
 def node_summary(node: dict) -> dict:
+    """Conditions, taints and room: why pods would not schedule or were evicted."""
     spec, status = node.get("spec") or {}, node.get("status") or {}
     info = status.get("nodeInfo") or {}
     taints = [
@@ -119,6 +122,7 @@ def node_summary(node: dict) -> dict:
 
 
 def configmap_summary(configmap: dict) -> dict:
+    """Its data (cut) and each writer from managedFields: who changed it and when."""
     data = {}
     for key, value in sorted((configmap.get("data") or {}).items()):
         value = str(value)
@@ -137,6 +141,7 @@ def configmap_summary(configmap: dict) -> dict:
 
 
 def generic_summary(kind: str, obj: dict) -> dict:
+    """Kinds without a summary of their own: their row, labels and conditions."""
     shown = shaping.row(kind, obj)
     shown.pop("name", None)
     shown.pop("namespace", None)

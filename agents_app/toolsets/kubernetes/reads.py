@@ -54,18 +54,12 @@ async def k8s_get(
     target = await access.cluster_of(ctx, cluster)
     if target is None:
         return access.not_configured()
-    where = access.namespaces(target, namespace) if chosen.namespaced else []
     limit = _limit(limit, DEFAULT_ROWS, MAX_ROWS)
     selection = {
         "labels": selectors.parse(label_selector),
         "fields": selectors.parse(field_selector, fields=True),
     }
-    truncated = False
-    async with access.api(target) as client:
-        if name:
-            objects = [await _get(client, chosen, name, namespace, target)]
-        else:
-            objects, truncated = await _list(client, chosen, where, limit, **selection)
+    objects, truncated = await _fetch(target, chosen, name, namespace, limit, selection)
     rows = [shaping.row(chosen.name, obj) for obj in objects]
     if chosen.name == "Event":
         rows = shaping.sort_events(rows)
@@ -74,6 +68,15 @@ async def k8s_get(
     if truncated:
         answer["truncated"] = f"more than {limit} objects; narrow with a namespace or a selector"
     return answer
+
+
+async def _fetch(target, kind: Kind, name, namespace, limit: int, selection: dict) -> tuple[list[dict], bool]:
+    """The object `name`, or up to `limit` objects of a list, and whether the list was cut."""
+    where = access.namespaces(target, namespace) if kind.namespaced else []
+    async with access.api(target) as client:
+        if name:
+            return [await _get(client, kind, name, namespace, target)], False
+        return await _list(client, kind, where, limit, **selection)
 
 
 async def _get(client, kind: Kind, name: str, namespace: str | None, target) -> dict:

@@ -87,6 +87,7 @@ def last_termination(pod: dict) -> str:
 
 
 def pod_row(pod: dict) -> dict:
+    """kubectl get pods -o wide: status, ready, restarts, node, and why it last stopped."""
     status = pod.get("status") or {}
     statuses = status.get("containerStatuses") or []
     containers = (pod.get("spec") or {}).get("containers") or []
@@ -108,6 +109,7 @@ def pod_row(pod: dict) -> dict:
 
 
 def deployment_row(deployment: dict) -> dict:
+    """kubectl get deploy, plus the images and revision a rollout question starts from."""
     spec, status = deployment.get("spec") or {}, deployment.get("status") or {}
     row = base(deployment)
     row.update(
@@ -121,6 +123,7 @@ def deployment_row(deployment: dict) -> dict:
 
 
 def replicaset_row(replicaset: dict) -> dict:
+    """One rollout step of a deployment: its revision, images and pods."""
     spec, status = replicaset.get("spec") or {}, replicaset.get("status") or {}
     row = base(replicaset)
     row.update(
@@ -133,6 +136,7 @@ def replicaset_row(replicaset: dict) -> dict:
 
 
 def statefulset_row(statefulset: dict) -> dict:
+    """kubectl get sts: ready/desired and images."""
     spec, status = statefulset.get("spec") or {}, statefulset.get("status") or {}
     row = base(statefulset)
     row.update(
@@ -143,6 +147,7 @@ def statefulset_row(statefulset: dict) -> dict:
 
 
 def daemonset_row(daemonset: dict) -> dict:
+    """kubectl get ds: desired, ready and available pods."""
     status = daemonset.get("status") or {}
     row = base(daemonset)
     row.update(
@@ -154,6 +159,7 @@ def daemonset_row(daemonset: dict) -> dict:
 
 
 def job_row(job: dict) -> dict:
+    """kubectl get jobs: completions and whether it completed or failed."""
     spec, status = job.get("spec") or {}, job.get("status") or {}
     conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
     state = next((t for t in ("Complete", "Failed", "Suspended") if conditions.get(t) == "True"), "Running")
@@ -163,6 +169,7 @@ def job_row(job: dict) -> dict:
 
 
 def cronjob_row(cronjob: dict) -> dict:
+    """kubectl get cj: schedule, suspension and when it last ran."""
     spec, status = cronjob.get("spec") or {}, cronjob.get("status") or {}
     row = base(cronjob)
     row.update(
@@ -177,6 +184,7 @@ def cronjob_row(cronjob: dict) -> dict:
 
 
 def service_row(service: dict) -> dict:
+    """kubectl get svc: type, cluster IP and ports."""
     spec = service.get("spec") or {}
     ports = [f"{p.get('port')}/{p.get('protocol', 'TCP')}" for p in spec.get("ports") or []]
     row = base(service)
@@ -185,6 +193,7 @@ def service_row(service: dict) -> dict:
 
 
 def ingress_row(ingress: dict) -> dict:
+    """kubectl get ing: hosts and ingress class."""
     spec = ingress.get("spec") or {}
     row = base(ingress)
     row.update(
@@ -204,6 +213,7 @@ def last_change(obj: dict) -> str:
 
 
 def configmap_row(configmap: dict) -> dict:
+    """Keys only (describe shows values) and who last wrote it: an in-place edit is a change."""
     row = base(configmap)
     keys = sorted({*(configmap.get("data") or {}), *(configmap.get("binaryData") or {})})
     row.update(keys=keys, last_changed_by=last_change(configmap))
@@ -231,6 +241,7 @@ def hpa_targets(hpa: dict) -> list[str]:
 
 
 def hpa_row(hpa: dict) -> dict:
+    """kubectl get hpa: an autoscaler at `max` with targets above goal is out of room."""
     spec, status = hpa.get("spec") or {}, hpa.get("status") or {}
     ref = spec.get("scaleTargetRef") or {}
     row = base(hpa)
@@ -245,6 +256,7 @@ def hpa_row(hpa: dict) -> dict:
 
 
 def pvc_row(pvc: dict) -> dict:
+    """kubectl get pvc: phase, bound volume, capacity and class."""
     spec, status = pvc.get("spec") or {}, pvc.get("status") or {}
     row = base(pvc)
     row.update(
@@ -267,6 +279,7 @@ def node_status(node: dict) -> str:
 
 
 def node_row(node: dict) -> dict:
+    """kubectl get nodes: readiness with pressures, roles, kubelet version."""
     labels = meta(node).get("labels") or {}
     roles = sorted(k[len(ROLE_PREFIX) :] for k in labels if k.startswith(ROLE_PREFIX))
     row = base(node)
@@ -279,6 +292,7 @@ def node_row(node: dict) -> dict:
 
 
 def namespace_row(namespace: dict) -> dict:
+    """kubectl get ns: Active or Terminating."""
     row = base(namespace)
     row["status"] = (namespace.get("status") or {}).get("phase", "")
     return row
@@ -300,6 +314,7 @@ def event_row(event: dict) -> dict:
 
 
 def last_seen(event: dict) -> str:
+    """When the event last happened: core/v1 and events.k8s.io spell it differently."""
     series = event.get("series") or {}
     return (
         event.get("lastTimestamp")

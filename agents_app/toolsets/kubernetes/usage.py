@@ -26,6 +26,7 @@ MIB = Decimal(1024 * 1024)
 
 
 def unavailable(cluster: Cluster) -> dict:
+    """A fact about the cluster, not a failure: the model should not retry, but look elsewhere."""
     return {
         "status": "unavailable",
         "message": f"metrics-server is not installed on cluster {cluster.name} (metrics.k8s.io is not "
@@ -60,6 +61,7 @@ async def _metrics(client: AsyncClient, resource, **where) -> list[dict] | None:
 
 
 async def pods(client: AsyncClient, cluster: Cluster, where: list[str], labels) -> list[dict] | dict:
+    """Pod usage of the namespaces `where`, busiest first, beside each pod's summed limits."""
     rows = []
     for namespace in where:
         found = await _metrics(client, PodMetrics, namespace=namespace, labels=labels)
@@ -92,6 +94,7 @@ def _pod_row(item: dict, pods_by_name: dict) -> dict:
 
 
 async def nodes(client: AsyncClient, cluster: Cluster, labels) -> list[dict] | dict:
+    """Node usage as a share of what each node can give pods (allocatable, not capacity)."""
     found = await _metrics(client, NodeMetrics, labels=labels)
     if found is None:
         return unavailable(cluster)
