@@ -214,6 +214,12 @@ def test_describe_deployment_and_configmap(org, payments):
     assert config["summary"]["data"] == {"LOG_LEVEL": "info", "pool_size": "five"}
     assert config["summary"]["last_changed_by"].startswith("kubectl-edit at ")
     assert [m["manager"] for m in config["summary"]["managers"]] == ["kubectl-create", "kubectl-edit"]
+    node = run_tool("k8s_describe", org, kind="node", name="node-a")
+    assert (node["namespace"], node["summary"]["status"], node["summary"]["allocatable"]["cpu"]) == (
+        None,
+        "Ready",
+        "3800m",
+    )
     with pytest.raises(ToolError, match="give the namespace"):
         run_tool("k8s_describe", org, kind="pod", name=POD)
     with pytest.raises(ToolError, match="HTTP 404"):
@@ -376,6 +382,9 @@ def test_a_read_only_token_reads_and_a_refusal_carries_the_api_servers_message(o
         message.startswith("cluster 'prod' returned HTTP 403: ") and 'cannot list resource "pods"' in message
     )
     assert "get-only-token" not in message
+    described = run_tool("k8s_describe", org, kind="pod", name=POD, namespace="payments")
+    assert described["owners"] == [f"ReplicaSet/{NEW_RS}", "Deployment/payments-api"]
+    assert described["events"] == [] and "HTTP 403" in described["events_unavailable"]
 
 
 def test_a_bad_token_is_a_clear_error_without_the_token(org, payments):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 
 from django.utils import timezone
+from lightkube.core.exceptions import ApiError
 from lightkube.resources import apps_v1, core_v1
 
 from agents_app.toolsets.backends import time_argument
@@ -114,7 +115,10 @@ async def _owners(client, obj: dict, namespace: str | None) -> list[str]:
         resource = CHAINED_OWNERS.get(owner.get("kind"))
         if resource is None or not namespace:
             break
-        current = (await client.get(resource, owner.get("name"), namespace=namespace)).to_dict()
+        try:
+            current = (await client.get(resource, owner.get("name"), namespace=namespace)).to_dict()
+        except ApiError:  # gone, or not readable with this token: the chain stops here
+            break
     return chain
 
 
@@ -129,11 +133,9 @@ async def k8s_describe(
     async with access.api(target) as client:
         obj = await _get(client, chosen, name, namespace, target)
         owners = await _owners(client, obj, namespace)
-        # A cluster-scoped object's events (a node's) are kept in `default`.
-        where = [namespace] if chosen.namespaced else [n for n in ["default"] if target.allows(n)]
-        events = await _events_of(client, where, chosen.name, name) if chosen.name != "Event" else []
+        events, unreadable = await _object_events(client, target, chosen, name, namespace)
     shown = [{k: e[k] for k in ("type", "reason", "message", "count", "last_seen")} for e in events]
-    return {
+    answer = {
         "cluster": target.name,
         "kind": chosen.name,
         "name": name,
@@ -142,6 +144,24 @@ async def k8s_describe(
         "owners": owners,
         "events": shown[:DESCRIBE_EVENTS],
     }
+    if unreadable:
+        answer["events_unavailable"] = unreadable
+    return answer
+
+
+async def _object_events(
+    client, target, kind: Kind, name: str, namespace: str | None
+) -> tuple[list[dict], str]:
+    """The object's events, or none and why: a token that may read the object but not the
+    events (a narrow Role) still gets the describe."""
+    if kind.name == "Event":
+        return [], ""
+    # A cluster-scoped object's events (a node's) are kept in `default`.
+    where = [namespace] if kind.namespaced else [n for n in ["default"] if target.allows(n)]
+    try:
+        return await _events_of(client, where, kind.name, name), ""
+    except ApiError as error:
+        return [], str(access.api_error(target, error))
 
 
 async def k8s_events(
