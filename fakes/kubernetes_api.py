@@ -5,7 +5,9 @@ certificate made at start), speaking the REST wire format well enough for lightk
 What it serves (fakes/kubernetes_wire.py has the resource table):
 - discovery: /version, /api, /api/v1, /apis, /apis/<group>/<version>; metrics.k8s.io only with
   `metrics_server=True` (else 404 "the server could not find the requested resource", as a cluster
-  without metrics-server answers);
+  without metrics-server answers); with `metrics_unavailable` too, the group is listed but its
+  requests answer 503 "the server is currently unable to handle the request" (metrics-server
+  registered and down);
 - get, list (namespaced and all-namespaces paths; labelSelector, fieldSelector, limit + continue),
   create (POST), update (PUT), patch (merge, strategic, JSON patch), delete, with `dryRun=All`
   answering the would-be object and changing nothing; the `scale` subresource (autoscaling/v1
@@ -22,7 +24,8 @@ the API run a tiny Deployment controller: a write that changes a Deployment's `s
 makes (or, for a template seen before, reuses) a ReplicaSet `<deployment>-<hash>` owned by it, with
 `deployment.kubernetes.io/revision` one above the highest so far, scaled to the deployment's
 replicas, the others scaled to 0 — so a rollout history reflects the writes. Pods are not created
-or replaced. `watch` is not served (405).
+or replaced. `watch` and `deletecollection` are not served (405). Core v1 and events.k8s.io/v1
+Events are stored apart (a seeded core Event is not seen through events.k8s.io).
 
 Every request is recorded (`requests`, `writes()`), and faults can be scripted (`fail_next`,
 `hang_next`)."""
@@ -35,6 +38,7 @@ import hashlib
 import ipaddress
 import json
 import re
+import socket
 import ssl
 import tempfile
 import threading
@@ -135,12 +139,14 @@ class KubernetesFake:
         self,
         tokens: dict[str, set[str] | None] | None = None,
         metrics_server: bool = False,
+        metrics_unavailable: bool = False,
         token_namespaces: dict[str, set[str]] | None = None,
         git_version: str = "v1.31.2",
     ) -> None:
         self.tokens = dict(tokens or {"admin-token": None})
         self.token_namespaces = dict(token_namespaces or {})
         self.metrics_server = metrics_server
+        self.metrics_unavailable = metrics_unavailable
         self.git_version = git_version
         self.requests: list[Recorded] = []
         self.lock = threading.RLock()
@@ -304,6 +310,9 @@ class KubernetesFake:
         except ApiFailure as error:
             status, content_type = error.code, "application/json"
             body = json.dumps(status_body(error.code, error.message, error.reason, error.details)).encode()
+        except Exception as error:  # noqa: BLE001 - a fake's bug answers 500, visibly, not a dropped connection
+            status, content_type = 500, "application/json"
+            body = json.dumps(status_body(500, f"the fake failed: {type(error).__name__}: {error}")).encode()
         record.status = status
         return status, content_type, body
 
@@ -316,6 +325,8 @@ class KubernetesFake:
         if path in PUBLIC_PATHS:
             payload = self._version_info() if path == "/version" else "ok"
             return _json(200, payload) if path == "/version" else (200, "text/plain", b"ok")
+        if self.metrics_server and self.metrics_unavailable and path.startswith("/apis/metrics.k8s.io/"):
+            raise ApiFailure(503, "the server is currently unable to handle the request")
         discovery = self._discovery(path)
         if discovery is not None:
             return _json(200, discovery)
@@ -813,7 +824,10 @@ def _log_text(lines: list[tuple[datetime, str]], query: dict) -> str:
     if query.get("sinceSeconds", "").isdigit():
         since = datetime.now(UTC) - timedelta(seconds=int(query["sinceSeconds"]))
     elif query.get("sinceTime"):
-        since = datetime.fromisoformat(query["sinceTime"].replace("Z", "+00:00"))
+        try:
+            since = datetime.fromisoformat(query["sinceTime"].replace("Z", "+00:00"))
+        except ValueError:
+            raise ApiFailure(400, f'parsing time "{query["sinceTime"]}" as RFC 3339 failed') from None
     kept = [(at, line) for at, line in lines if since is None or at >= since]
     if query.get("tailLines", "").isdigit():
         kept = kept[-int(query["tailLines"]) :] if int(query["tailLines"]) else []
@@ -885,52 +899,19 @@ def _json(status: int, payload: object) -> tuple[int, str, bytes]:
 
 def _certificates() -> tuple[str, str, str]:
     """A fresh CA and a server certificate it signed for 127.0.0.1 and localhost: (CA PEM,
-    server certificate PEM, server key PEM)."""
-    now = datetime.now(UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "ongrid-fake-kubernetes-ca")])
-    usage = dict(
-        content_commitment=False,
-        key_encipherment=False,
-        data_encipherment=False,
-        key_agreement=False,
-        encipher_only=False,
-        decipher_only=False,
-    )
+    server certificate PEM, server key PEM). Made per fake, so no test trusts another's."""
+    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca_name = _name("ongrid-fake-kubernetes-ca")
     ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - timedelta(minutes=5))
-        .not_valid_after(now + timedelta(days=2))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True, **usage), critical=True
-        )
+        _builder(ca_name, ca_name, ca_key.public_key(), is_ca=True)
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
-    key = ec.generate_private_key(ec.SECP256R1())
-    names = [
-        x509.DNSName("localhost"),
-        x509.DNSName("kubernetes.default"),
-        x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
-    ]
+    names = [x509.DNSName("localhost"), x509.DNSName("kubernetes.default")]
+    names.append(x509.IPAddress(ipaddress.ip_address("127.0.0.1")))
     cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")]))
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - timedelta(minutes=5))
-        .not_valid_after(now + timedelta(days=2))
+        _builder(_name("kube-apiserver"), ca_name, key.public_key(), is_ca=False)
         .add_extension(x509.SubjectAlternativeName(names), critical=False)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(digital_signature=True, key_cert_sign=False, crl_sign=False, **usage), critical=True
-        )
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .add_extension(
             x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
@@ -940,6 +921,39 @@ def _certificates() -> tuple[str, str, str]:
     pem = serialization.Encoding.PEM
     key_pem = key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
     return ca.public_bytes(pem).decode(), cert.public_bytes(pem).decode(), key_pem.decode()
+
+
+def _name(common_name: str) -> x509.Name:
+    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+
+
+def _builder(
+    subject: x509.Name, issuer: x509.Name, public_key: ec.EllipticCurvePublicKey, is_ca: bool
+) -> x509.CertificateBuilder:
+    """A certificate valid from five minutes ago for two days, with the usages its role needs."""
+    now = datetime.now(UTC)
+    usage = x509.KeyUsage(
+        digital_signature=True,
+        key_cert_sign=is_ca,
+        crl_sign=is_ca,
+        content_commitment=False,
+        key_encipherment=False,
+        data_encipherment=False,
+        key_agreement=False,
+        encipher_only=False,
+        decipher_only=False,
+    )
+    return (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer)
+        .public_key(public_key)
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(minutes=5))
+        .not_valid_after(now + timedelta(days=2))
+        .add_extension(x509.BasicConstraints(ca=is_ca, path_length=0 if is_ca else None), critical=True)
+        .add_extension(usage, critical=True)
+    )
 
 
 class _TLSServer(ThreadingHTTPServer):
@@ -952,7 +966,7 @@ class _TLSServer(ThreadingHTTPServer):
         self.context = context
         super().__init__(address, handler)
 
-    def finish_request(self, request, client_address) -> None:  # noqa: ANN001 - socketserver's signature
+    def finish_request(self, request: socket.socket, client_address: tuple[str, int]) -> None:
         request.settimeout(10)
         try:
             tls = self.context.wrap_socket(request, server_side=True)

@@ -4,7 +4,7 @@ formats, kept apart from the HTTP serving so each can be read on its own.
 
 These follow the API server's documented behaviour closely enough for a client (lightkube, kubectl)
 not to notice, not exactly: a strategic merge patch merges the lists of named things (containers,
-env, volumes, ports...) by `name` and replaces every other list, which is what the
+env, volumes, volume mounts...) by `name` and replaces every other list, which is what the
 `patchMergeKey: name` lists of the core types do."""
 
 from __future__ import annotations

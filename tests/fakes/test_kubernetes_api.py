@@ -5,6 +5,7 @@ expects, these fail before the tool tests built on it give confusing answers."""
 from __future__ import annotations
 
 import ssl
+from datetime import UTC, datetime, timedelta
 
 import httpx2
 import lightkube
@@ -14,12 +15,14 @@ from lightkube import ApiError
 from lightkube.config.kubeconfig import KubeConfig
 from lightkube.generic_resource import create_global_resource, create_namespaced_resource
 from lightkube.models.authorization_v1 import ResourceAttributes, SelfSubjectAccessReviewSpec
+from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.apps_v1 import Deployment, DeploymentScale, ReplicaSet
 from lightkube.resources.authorization_v1 import SelfSubjectAccessReview
 from lightkube.resources.core_v1 import ConfigMap, Event, Namespace, Node, Pod, Service
 from lightkube.types import PatchType
 
 from fakes.kubernetes_api import REVISION, KubernetesFake
+from ops_app.core import kubeconfig
 from tests.support.kubernetes import (
     CRASH_LINE,
     LEDGER_PODS,
@@ -139,6 +142,9 @@ async def test_logs_tail_and_previous(seeded: KubernetesFake) -> None:
         assert len(previous.text.splitlines()) == 3
         recent = await raw.get(path, params={"previous": "true", "sinceSeconds": "60"})
         assert recent.text == ""
+        since = (datetime.now(UTC) - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        assert len((await raw.get(path, params={"sinceTime": since})).text.splitlines()) == 3
+        assert (await raw.get(path, params={"sinceTime": "yesterday"})).status_code == 400
         ledger = f"/api/v1/namespaces/{NAMESPACE}/pods/{LEDGER_PODS[0]}/log"
         none = await raw.get(ledger, params={"previous": "true"})
         assert none.status_code == 400
@@ -301,6 +307,10 @@ async def test_metrics_only_with_metrics_server(seeded: KubernetesFake) -> None:
     }
     assert usage[LEDGER_PODS[0]] == {"cpu": "87m", "memory": "214Mi"}
     assert (await kube.get(NodeMetrics, "node-a"))["usage"]["cpu"] == "612m"
+    seeded.metrics_unavailable = True
+    with pytest.raises(ApiError) as down:
+        await kube.get(NodeMetrics, "node-a")
+    assert (down.value.status.code, down.value.status.reason) == (503, "ServiceUnavailable")
 
 
 async def test_tls_is_refused_without_the_ca(seeded: KubernetesFake) -> None:
@@ -351,3 +361,43 @@ async def test_hang_next_holds_a_request_past_the_client_timeout(seeded: Kuberne
     with pytest.raises(httpx2.ReadTimeout):
         await impatient.get(Node, "node-a")
     assert (await client(seeded).get(Node, "node-a")).metadata.name == "node-a"
+
+
+async def test_a_namespaced_token_is_refused_elsewhere() -> None:
+    tokens = {"team-token": None}
+    with KubernetesFake(tokens=tokens, token_namespaces={"team-token": {NAMESPACE}}) as fake:
+        seed_payments(fake)
+        kube = client(fake, token="team-token")
+        assert len(await _names(kube.list(Pod, namespace=NAMESPACE))) == 5
+        with pytest.raises(ApiError) as everywhere:
+            await _names(kube.list(Pod, namespace="*"))
+        assert everywhere.value.status.message == (
+            'pods is forbidden: User "system:serviceaccount:ongrid:team" cannot list resource "pods" '
+            'in API group "" at the cluster scope'
+        )
+        with pytest.raises(ApiError) as nodes:
+            await kube.get(Node, "node-a")
+        assert nodes.value.status.code == 403
+
+
+async def test_create_and_delete_honour_dry_run(seeded: KubernetesFake) -> None:
+    kube = client(seeded)
+    config = ConfigMap(metadata=ObjectMeta(name="extra", namespace=NAMESPACE), data={"a": "1"})
+    would_be = await kube.create(config, dry_run=True)
+    assert would_be.metadata.uid and seeded.get_object("ConfigMap", "extra", NAMESPACE) is None
+    created = await kube.create(config)
+    assert seeded.get_object("ConfigMap", "extra", NAMESPACE)["metadata"]["uid"] == created.metadata.uid
+    with pytest.raises(ApiError) as again:
+        await kube.create(config)
+    assert (again.value.status.code, again.value.status.reason) == (409, "AlreadyExists")
+    await kube.delete(ConfigMap, "extra", namespace=NAMESPACE, dry_run=True)
+    assert seeded.get_object("ConfigMap", "extra", NAMESPACE) is not None
+    await kube.delete(ConfigMap, "extra", namespace=NAMESPACE)
+    assert seeded.get_object("ConfigMap", "extra", NAMESPACE) is None
+    assert [w.method for w in seeded.writes()] == ["POST", "POST", "DELETE"]
+
+
+def test_its_kubeconfig_reads_with_the_product_parser(kube_api: KubernetesFake) -> None:  # noqa: F811
+    access = kubeconfig.parse(kube_api.kubeconfig("reader-token", namespace=NAMESPACE))
+    assert (access.server, access.token, access.namespace) == (kube_api.url, "reader-token", NAMESPACE)
+    assert access.ca_pem == kube_api.ca_pem
