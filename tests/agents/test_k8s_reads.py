@@ -317,6 +317,9 @@ def test_top_without_metrics_server_says_so(org, payments):
     result = run_tool("k8s_top", org, kind="pod", namespace="payments")
     assert result["status"] == "unavailable"
     assert "metrics-server is not installed on cluster prod" in result["message"]
+    payments.metrics_server = payments.metrics_unavailable = True
+    down = run_tool("k8s_top", org, kind="node")
+    assert down["status"] == "unavailable" and "registered but not answering" in down["message"]
 
 
 def test_top_pods_and_nodes(org, payments):

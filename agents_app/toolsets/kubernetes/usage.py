@@ -25,13 +25,22 @@ NodeMetrics = create_global_resource(
 MIB = Decimal(1024 * 1024)
 
 
-def unavailable(cluster: Cluster) -> dict:
-    """A fact about the cluster, not a failure: the model should not retry, but look elsewhere."""
+ELSEWHERE = "use k8s_describe for requests and limits, or Prometheus if the cluster exports to it."
+
+
+def unavailable(cluster: Cluster, code: int = 404) -> dict:
+    """A fact about the cluster, not a failure: the model should not retry, but look elsewhere.
+    404: the group is not served at all; 503: metrics-server is registered but not answering."""
+    if code == 503:
+        why = (
+            f"metrics-server on cluster {cluster.name} is registered but not answering "
+            "(metrics.k8s.io: HTTP 503)"
+        )
+    else:
+        why = f"metrics-server is not installed on cluster {cluster.name} (metrics.k8s.io is not served)"
     return {
         "status": "unavailable",
-        "message": f"metrics-server is not installed on cluster {cluster.name} (metrics.k8s.io is not "
-        "served), so current CPU and memory cannot be read; use k8s_describe for requests and limits, "
-        "or Prometheus if the cluster exports to it.",
+        "message": f"{why}, so current CPU and memory cannot be read; {ELSEWHERE}",
     }
 
 
@@ -48,15 +57,17 @@ def _sum(quantities: list[str | None]) -> Decimal | None:
     return sum(parsed, Decimal(0)) if parsed else None
 
 
-async def _metrics(client: AsyncClient, resource, **where) -> list[dict] | None:
-    """The metrics objects, or None when the group is not served (404)."""
+async def _metrics(client: AsyncClient, resource, **where) -> list[dict] | int:
+    """The metrics objects, or the status code when the group is not served (404) or its
+    server is down (503)."""
     try:
         return [
             m.to_dict() if hasattr(m, "to_dict") else dict(m) async for m in client.list(resource, **where)
         ]
     except ApiError as error:
-        if (error.status.code or error.response.status_code) == 404:
-            return None
+        code = error.status.code or error.response.status_code
+        if code in (404, 503):
+            return code
         raise
 
 
@@ -65,8 +76,8 @@ async def pods(client: AsyncClient, cluster: Cluster, where: list[str], labels) 
     rows = []
     for namespace in where:
         found = await _metrics(client, PodMetrics, namespace=namespace, labels=labels)
-        if found is None:
-            return unavailable(cluster)
+        if isinstance(found, int):
+            return unavailable(cluster, found)
         limits = {}
         async for pod in client.list(core_v1.Pod, namespace=namespace, labels=labels):
             limits[(pod.metadata.namespace, pod.metadata.name)] = pod.to_dict()
@@ -96,8 +107,8 @@ def _pod_row(item: dict, pods_by_name: dict) -> dict:
 async def nodes(client: AsyncClient, cluster: Cluster, labels) -> list[dict] | dict:
     """Node usage as a share of what each node can give pods (allocatable, not capacity)."""
     found = await _metrics(client, NodeMetrics, labels=labels)
-    if found is None:
-        return unavailable(cluster)
+    if isinstance(found, int):
+        return unavailable(cluster, found)
     allocatable = {}
     async for node in client.list(core_v1.Node, labels=labels):
         allocatable[node.metadata.name] = (node.to_dict().get("status") or {}).get("allocatable") or {}
