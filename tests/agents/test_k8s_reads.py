@@ -240,6 +240,8 @@ def test_events_warning_first_per_object_and_in_the_window(org, payments):
     assert events[-1]["reason"] == "ScalingReplicaSet"  # the oldest Normal one last
     one = run_tool("k8s_events", org, namespace="payments", kind="pods", name=POD)["events"]
     assert [(e["object"], e["reason"]) for e in one] == [(f"Pod/{POD}", "BackOff"), (f"Pod/{POD}", "Pulled")]
+    of_deployments = run_tool("k8s_events", org, namespace="payments", kind="deploy")["events"]
+    assert [e["object"] for e in of_deployments] == ["Deployment/payments-api"]
     recent = run_tool("k8s_events", org, namespace="payments", since="now-150s")["events"]
     assert {e["reason"] for e in recent} == {"BackOff"}
     warnings = run_tool("k8s_events", org, namespace="payments", warnings_only=True)["events"]

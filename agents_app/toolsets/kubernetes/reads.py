@@ -186,15 +186,21 @@ async def k8s_events(
     where = access.namespaces(target, namespace)
     async with access.api(target) as client:
         rows = await _events_of(client, where, chosen.name if chosen and name else None, name)
-    rows = [r for r in rows if not r["last_seen"] or time_argument(r["last_seen"], "last_seen") >= start]
-    if warnings_only:
-        rows = [r for r in rows if r["type"] == "Warning"]
+    rows = _kept(rows, start, warnings_only, chosen.name if chosen else None)
     limit = _limit(limit, DEFAULT_ROWS, MAX_ROWS)
     answer = {"cluster": target.name, "namespace": access.label(namespace), "since": since or "now-1h"}
     answer["events"] = rows[:limit]
     if len(rows) > limit:
         answer["truncated"] = f"{len(rows)} events, showing {limit}"
     return answer
+
+
+def _kept(rows: list[dict], start: dt.datetime, warnings_only: bool, kind: str | None) -> list[dict]:
+    """The events last seen since `start`, of `kind` objects only when one is given."""
+    rows = [r for r in rows if not r["last_seen"] or time_argument(r["last_seen"], "last_seen") >= start]
+    if kind:
+        rows = [r for r in rows if r["object"].startswith(f"{kind}/")]
+    return [r for r in rows if r["type"] == "Warning"] if warnings_only else rows
 
 
 async def k8s_logs(
