@@ -23,10 +23,12 @@ from incidents_app import investigations, notify
 from incidents_app.changes import for_brief, what_changed
 from incidents_app.models import Investigation
 from incidents_app.report import REPORT_SCHEMA, check_report
-from ops_app.models import Incident
+from ops_app.models import DataSource, Incident
 
 log = logging.getLogger(__name__)
 MAX_REPORT_ATTEMPTS = 3
+# The Alertmanager labels that name a Kubernetes workload (kube-state-metrics, kube-prometheus).
+KUBERNETES_LABELS = ("cluster", "namespace", "deployment", "pod")
 Status = Investigation.Status
 
 
@@ -92,8 +94,59 @@ def brief(incident: Incident) -> str:
         "exactly once; each evidence item names the id of the tool call that produced it.\n"
         "`what_changed` lists the estate's changes from two hours before the start: one made shortly "
         "before it on the incident's own services or their neighbours is the usual suspect. Check it "
-        "against the metrics and name it as the cause, or rule it out, in your report.\n\n"
+        "against the metrics and name it as the cause, or rule it out, in your report.\n"
+        + kubernetes_hint(incident, alerts)
+        + "\n"
         + json.dumps(facts, default=str, indent=1)
+    )
+
+
+def kubernetes_hint(incident: Incident, alerts: list[dict]) -> str:
+    """When the alerts name Kubernetes objects and the organization has a cluster, the brief says
+    so and points at the k8s tools with those values: the cluster's own state is the evidence."""
+    named: dict[str, list[str]] = {}
+    for alert in alerts:
+        for key in KUBERNETES_LABELS:
+            value = str((alert["labels"] or {}).get(key) or "")
+            if value and value not in named.setdefault(key, []):
+                named[key].append(value)
+    named = {key: values for key, values in named.items() if values}
+    if not named.keys() - {"cluster"}:
+        return ""
+    clusters = set(
+        DataSource.objects.for_organization(incident.organization_id)
+        .filter(kind=DataSource.Kind.KUBERNETES)
+        .values_list("name", flat=True)
+    )
+    if not clusters:
+        return ""
+    labelled = named.pop("cluster", [])
+    words = _kubernetes_words(named, [c for c in labelled if c in clusters])
+    if labelled and not set(labelled) & clusters:
+        words += (
+            f"(The alerts' cluster label {', '.join(labelled)} is none of this organization's clusters: "
+            f"{', '.join(sorted(clusters))}; the tools use the default one unless you name another.)\n"
+        )
+    return words
+
+
+def _kubernetes_words(named: dict[str, list[str]], clusters: list[str]) -> str:
+    where = "; ".join(f"{key} {', '.join(values)}" for key, values in named.items())
+    on = f'cluster="{clusters[0]}", ' if clusters else ""
+    namespace = (named.get("namespace") or ["<namespace>"])[0]
+    calls = [f'k8s_get({on}kind="pods", namespace="{namespace}")']
+    if named.get("pod"):
+        pod = named["pod"][0]
+        calls.append(f'k8s_describe({on}kind="pod", name="{pod}", namespace="{namespace}")')
+        calls.append(f'k8s_logs({on}pod="{pod}", namespace="{namespace}", previous=true)')
+    if named.get("deployment"):
+        deployment = named["deployment"][0]
+        calls.append(f'k8s_rollout_history({on}deployment="{deployment}", namespace="{namespace}")')
+    calls.append(f'k8s_events({on}namespace="{namespace}")')
+    cluster_words = f" on cluster {clusters[0]}" if clusters else ""
+    return (
+        f"The alerts name Kubernetes objects{cluster_words} ({where}): read the cluster's own state "
+        "with the k8s tools before concluding, e.g. " + ", ".join(calls) + ".\n"
     )
 
 

@@ -26,6 +26,7 @@ BUILTINS = (
     "reviewer",
     "specialist-compute",
     "specialist-disk",
+    "specialist-k8s",
     "specialist-network",
     "specialist-ops",
     "specialist-sre",

@@ -44,6 +44,22 @@ def test_cache_is_bounded_least_recently_used_first():
 
 # The stubs come from the manifests (each tool's `owner` and `also_redirects`): the coordinator is
 # steered to the same specialist for the same names as when they were a hand-written list.
+KUBERNETES_TOOLS = (
+    "k8s_get",
+    "k8s_describe",
+    "k8s_events",
+    "k8s_logs",
+    "k8s_rollout_history",
+    "k8s_top",
+    "k8s_rollout_restart",
+    "k8s_rollout_undo",
+    "k8s_scale",
+    "kubectl",
+    "kubectl_get",
+    "k8s_list",
+    "kubectl_describe",
+    "kubectl_logs",
+)
 EXPECTED_STUBS = {
     "get_host_load": "specialist-compute",
     "get_host_processes": "specialist-compute",
@@ -60,6 +76,7 @@ EXPECTED_STUBS = {
     "query_traceql": "incident-investigator",
     "restart_service": "specialist-ops",
     "run_command": "specialist-ops",
+    **{name: "specialist-k8s" for name in KUBERNETES_TOOLS},
 }
 
 

@@ -261,6 +261,20 @@ EXPECTED_TOOLS = {
         "query_knowledge",
         "expand_topology",
     },
+    "specialist-k8s": {
+        "k8s_get",
+        "k8s_describe",
+        "k8s_events",
+        "k8s_logs",
+        "k8s_rollout_history",
+        "k8s_top",
+        "k8s_rollout_restart",
+        "k8s_rollout_undo",
+        "k8s_scale",
+        "query_change_events",
+        "query_knowledge",
+        "query_promql",
+    },
     "reviewer": {
         "query_knowledge",
         "query_change_events",
@@ -284,7 +298,9 @@ def test_builtin_personas_load_cleanly_with_their_domain_tools():
     assert investigator.max_tool_calls == 18
     assert not any(tool.startswith("host_") for tool in investigator.tools)
     modes = {p.name: p.permission_mode for p in reg.all()}
-    assert modes.pop("specialist-ops") == "mutating-with-confirm"
+    assert modes.pop("specialist-ops") == modes.pop("specialist-k8s") == "mutating-with-confirm"
+    k8s_reads = {"k8s_get", "k8s_describe", "k8s_events", "k8s_logs", "k8s_rollout_history", "k8s_top"}
+    assert k8s_reads <= set(investigator.tools) and not any("rollout_undo" in t for t in investigator.tools)
     assert set(modes.values()) == {"read-only"}
     assert "Decision: approve" in reg.by_name("reviewer").body
     catalog = agent_catalog(reg.all())

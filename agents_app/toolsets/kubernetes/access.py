@@ -1,0 +1,119 @@
+"""Reaching the organization's cluster from a tool: which cluster, which namespaces, and the
+failures a model can act on.
+
+The cluster is the organization's data source of kind `kubernetes` (ops_app.integrations.kubernetes
+builds the client; the tools never see a credential). Every failure becomes a ToolError in words
+the model can use: the API server's own `Status.message` (it is the cluster's answer about the
+call, e.g. a read-only token's 403), or the kind of transport failure. A token never appears.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+
+import httpx2
+from lightkube import AsyncClient
+from lightkube.core.exceptions import ApiError
+from lightkube.core.generic_client import ALL_NS
+
+from agents_app.toolsets.contract import ToolContext, ToolError
+from ops_app.core import kubeconfig
+from ops_app.core.egress import EgressRefused
+from ops_app.integrations import kubernetes
+from ops_app.integrations.datasources import UnknownDataSource
+from ops_app.integrations.kubernetes import Cluster
+
+ALL = "all"
+
+
+def not_configured() -> dict:
+    """The answer when the organization has no cluster: the model should stop trying."""
+    return {
+        "status": "not_configured",
+        "message": "Kubernetes is not configured for this organization (no data source of kind "
+        "kubernetes); no cluster can be read.",
+    }
+
+
+async def cluster_of(ctx: ToolContext, name: str | None) -> Cluster | None:
+    """The organization's cluster `name` (or its default); None when it has none."""
+    try:
+        return await kubernetes.acluster(ctx.organization_id, name or None)
+    except UnknownDataSource as unknown:
+        raise ToolError(str(unknown)) from None
+    except kubeconfig.KubeconfigError as error:
+        raise ToolError(f"the cluster's kubeconfig cannot be used: {error}") from None
+
+
+def namespaces(cluster: Cluster, namespace: str | None) -> list[str]:
+    """The namespaces one call reads: the one asked for (when the cluster allows it), else every
+    allowed one, or all namespaces (lightkube's `*`) on an unrestricted cluster."""
+    if namespace:
+        check_namespace(cluster, namespace)
+        return [namespace]
+    return list(cluster.namespaces) or [ALL_NS]
+
+
+def check_namespace(cluster: Cluster, namespace: str) -> None:
+    """Refuse a namespace the organization keeps its agents out of, naming those it allows."""
+    if not cluster.allows(namespace):
+        allowed = ", ".join(cluster.namespaces)
+        raise ToolError(
+            f"namespace {namespace!r} is not allowed on cluster {cluster.name!r} (allowed: {allowed})"
+        )
+
+
+def label(namespace: str | None) -> str:
+    """How a result names the namespaces it covers."""
+    return namespace or ALL
+
+
+@contextlib.asynccontextmanager
+async def api(cluster: Cluster) -> AsyncIterator[AsyncClient]:
+    """A lightkube client for `cluster`, closed after use; its failures become ToolErrors."""
+    client = kubernetes.client(cluster)
+    try:
+        yield client
+    except ApiError as error:
+        raise api_error(cluster, error) from None
+    except httpx2.HTTPStatusError as error:
+        status = error.response.status_code
+        raise ToolError(
+            f"cluster {cluster.name!r} answered HTTP {status} (not a Kubernetes Status)"
+        ) from None
+    except EgressRefused as refused:
+        raise ToolError(_refused(cluster, refused)) from None
+    except httpx2.TimeoutException:
+        raise ToolError(f"cluster {cluster.name!r} did not answer within {cluster.timeout:g} s") from None
+    except httpx2.HTTPError as error:
+        refused = _egress_cause(error)
+        if refused is not None:
+            raise ToolError(_refused(cluster, refused)) from None
+        raise ToolError(f"cluster {cluster.name!r} is unreachable at {cluster.server}: {error}") from None
+    finally:
+        await client.close()
+
+
+def api_error(cluster: Cluster, error: ApiError) -> ToolError:
+    """The API server's own refusal, with its status code (401 says the token is not accepted)."""
+    code = error.status.code or error.response.status_code
+    message = (error.status.message or "").strip()[:1000] or (error.status.reason or "")
+    hint = (
+        " (the token is not accepted: ask an admin to check the cluster's credentials)" if code == 401 else ""
+    )
+    return ToolError(f"cluster {cluster.name!r} returned HTTP {code}{hint}: {message}")
+
+
+def _refused(cluster: Cluster, refused: EgressRefused) -> str:
+    return f"cluster {cluster.name!r} at {cluster.server} is refused by the egress policy: {refused.reason}"
+
+
+def _egress_cause(error: BaseException) -> EgressRefused | None:
+    """The transport may wrap the egress refusal; find it along the causes (a few at most)."""
+    seen: BaseException | None = error
+    for _ in range(8):
+        if seen is None or isinstance(seen, EgressRefused):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
