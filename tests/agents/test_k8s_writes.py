@@ -191,7 +191,10 @@ async def test_a_namespace_not_allowed_is_refused_before_any_request(worker, clu
         worker, OPS, "k8s_rollout_undo", {**UNDO, "namespace": "kube-system"}, "undo-6"
     )
 
-    assert outcome.status == "rejected" and "'kube-system' is not one" in outcome.content
+    assert (
+        outcome.status == "rejected"
+        and "namespace 'kube-system' is not allowed on cluster 'prod' (allowed: payments)" in outcome.content
+    )
     assert "allowed: payments" in outcome.content
     assert (
         cluster.requests == [] and not await MutatingProposal.objects.filter(tool_call_id="undo-6").aexists()

@@ -33,7 +33,7 @@ from lightkube.resources.apps_v1 import Deployment, ReplicaSet, StatefulSet
 from lightkube.types import PatchType
 
 from agents_app.toolsets.contract import ToolContext, ToolError
-from agents_app.toolsets.kubernetes.connection import api_error_text, cluster_for, connected
+from agents_app.toolsets.kubernetes.access import api_error_text, cluster_for_change, opened
 from ops_app.core import outbound
 from ops_app.core.egress import EgressRefused
 from ops_app.estate import topology
@@ -292,10 +292,10 @@ async def _preview(ctx: ToolContext, arguments: dict, planner: Planner) -> dict:
     """The change sent as a server-side dry run: {ok, summary, diff, replicas, namespace, target,
     blast, dependants}. Only the choice of cluster and namespace raises (nothing was sent)."""
     namespace = arguments["namespace"]
-    cluster = await cluster_for(ctx, arguments.get("cluster"), namespace)
+    cluster = await cluster_for_change(ctx, arguments.get("cluster"), namespace)
     result = {"namespace": namespace, "cluster": cluster.name}
     try:
-        async with connected(cluster, dry_run=True) as api:
+        async with opened(cluster, dry_run=True) as api:
             plan, answer = await _run(api, planner, arguments)
     except (_Failure, ToolError) as failure:
         return {**result, "ok": False, "summary": f"the dry run failed: {failure}", "diff": ""}
@@ -318,9 +318,9 @@ async def _preview(ctx: ToolContext, arguments: dict, planner: Planner) -> dict:
 
 async def _apply(ctx: ToolContext, arguments: dict, planner: Planner) -> dict:
     """The approved change, for real, once."""
-    cluster = await cluster_for(ctx, arguments.get("cluster"), arguments["namespace"])
+    cluster = await cluster_for_change(ctx, arguments.get("cluster"), arguments["namespace"])
     try:
-        async with connected(cluster) as api:
+        async with opened(cluster) as api:
             plan, answer = await _run(api, planner, arguments)
     except _Failure as failure:
         raise ToolError(f"the change was not made: {failure}") from None
