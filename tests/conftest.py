@@ -25,6 +25,7 @@ pytest_plugins = [
     "tests.support.live_wsgi",
     "tests.support.egress",
     "tests.support.kubernetes",
+    "tests.support.gate",
 ]
 
 

@@ -12,8 +12,6 @@ import json
 import pytest
 
 from agents_app.models import MutatingProposal
-from agents_app.personas import registry
-from agents_app.runtime import dedupe
 from agents_app.tools.invoke import invoke_tool
 from agents_app.toolsets.contract import ToolContext, ToolError
 from agents_app.toolsets.registry import load_builtin_tools
@@ -23,20 +21,13 @@ from tests.support.asyncdb import close_async_db_connections  # noqa: F401 - fix
 from tests.support.gate import ack_arguments, make_chat, make_incident, make_worker
 
 pytestmark = [
+    pytest.mark.usefixtures("fresh_gate_caches"),
     pytest.mark.django_db(transaction=True),
     pytest.mark.usefixtures("close_async_db_connections"),
 ]
 
 APPROVE = "Decision: approve\nSOP: pass\nConcurrent work: pass\nRollback: pass"
 TOKEN = "ghp_" + "a1B2" * 9
-
-
-@pytest.fixture(autouse=True)
-def fresh_caches(monkeypatch):
-    registry.reset()
-    monkeypatch.setattr(dedupe, "DISPATCHES", dedupe.DispatchCache())
-    yield
-    registry.reset()
 
 
 @pytest.fixture

@@ -16,8 +16,6 @@ from django.urls import reverse
 
 from agents_app.gate.proposals import describe_proposal
 from agents_app.models import MutatingProposal
-from agents_app.personas import registry
-from agents_app.runtime import dedupe
 from agents_app.tools.invoke import invoke_tool
 from agents_app.toolsets.contract import ToolContext
 from agents_app.toolsets.kubernetes import writes
@@ -30,6 +28,7 @@ from tests.support.gate import gated_call, make_chat, make_user_agent, make_work
 from tests.support.kubernetes import NAMESPACE, kube_api, seed_payments  # noqa: F401 - fixture
 
 pytestmark = [
+    pytest.mark.usefixtures("fresh_gate_caches"),
     pytest.mark.django_db(transaction=True),
     pytest.mark.usefixtures("close_async_db_connections"),
 ]
@@ -45,14 +44,6 @@ UNDO = {
     "reason": "Revision 2 moved DB_POOL_SIZE to payments-config, whose pool_size 'five' crashes every pod.",
 }
 DEPLOYMENT_PATH = f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments/payments-api"
-
-
-@pytest.fixture(autouse=True)
-def fresh_caches(monkeypatch):
-    registry.reset()
-    monkeypatch.setattr(dedupe, "DISPATCHES", dedupe.DispatchCache())
-    yield
-    registry.reset()
 
 
 @pytest.fixture

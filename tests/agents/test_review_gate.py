@@ -17,8 +17,6 @@ from django.urls import reverse
 from agents_app.gate.proposals import describe_proposal
 from agents_app.gate.review_gate import parse_verdict
 from agents_app.models import MutatingProposal
-from agents_app.personas import registry
-from agents_app.runtime import dedupe
 from agents_app.runtime.core import Runtime
 from agents_app.tools.toolbag import build_toolbag
 from agents_app.toolsets.contract import ToolError
@@ -43,19 +41,12 @@ from tests.support.gate import (
 )
 
 pytestmark = [
+    pytest.mark.usefixtures("fresh_gate_caches"),
     pytest.mark.django_db(transaction=True),
     pytest.mark.usefixtures("close_async_db_connections"),
 ]
 
 APPROVE = "Decision: approve\nSOP: pass — RB-12 covers acknowledging\nConcurrent work: pass\nRollback: pass"
-
-
-@pytest.fixture(autouse=True)
-def fresh_caches(monkeypatch):
-    registry.reset()
-    monkeypatch.setattr(dedupe, "DISPATCHES", dedupe.DispatchCache())
-    yield
-    registry.reset()
 
 
 def configure(settings, **values) -> None:

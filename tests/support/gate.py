@@ -6,9 +6,12 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import pytest
 from django.utils import timezone
 
 from agents_app.models import UserAgent
+from agents_app.personas import registry
+from agents_app.runtime import dedupe
 from agents_app.tools.invoke import ToolOutcome, invoke_tool
 from agents_app.toolsets.contract import ToolContext
 from agents_app.toolsets.registry import load_builtin_tools
@@ -70,3 +73,13 @@ async def gated_call(
 
 def ack_arguments(incident: Incident) -> dict:
     return {"incident_id": incident.pk, "reason": "On-call confirmed; runbook RB-12 says acknowledge first."}
+
+
+@pytest.fixture
+def fresh_gate_caches(monkeypatch):
+    """Gate tests start with the persona registry read afresh and no remembered dispatches (a
+    test's agents and dispatches never decide another's); use with `usefixtures`."""
+    registry.reset()
+    monkeypatch.setattr(dedupe, "DISPATCHES", dedupe.DispatchCache())
+    yield
+    registry.reset()

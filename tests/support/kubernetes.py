@@ -306,14 +306,7 @@ def _replica_set(
     image: str = PAYMENTS_IMAGE,
 ) -> dict:
     app, pod_hash = deployment["metadata"]["name"], name.rsplit("-", 1)[1]
-    owner = {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "name": app,
-        "uid": deployment["metadata"]["uid"],
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
+    owner = _controller("Deployment", deployment)
     return {
         "apiVersion": "apps/v1",
         "kind": "ReplicaSet",
@@ -342,18 +335,24 @@ def _replica_set(
     }
 
 
+def _controller(kind: str, obj: dict) -> dict:
+    """The ownerReference a controller of `kind` (apps/v1) stamps on what it creates."""
+    metadata = obj["metadata"]
+    return {
+        "apiVersion": "apps/v1",
+        "kind": kind,
+        "name": metadata["name"],
+        "uid": metadata["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
 def _pod(name: str, replica_set: dict, image: str, env: list, status: dict, age: dict) -> dict:
     rs_name = replica_set["metadata"]["name"]
     app, pod_hash = rs_name.rsplit("-", 1)
     spec = _template(app, image, env, pod_hash)["spec"]
-    owner = {
-        "apiVersion": "apps/v1",
-        "kind": "ReplicaSet",
-        "name": rs_name,
-        "uid": replica_set["metadata"]["uid"],
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
+    owner = _controller("ReplicaSet", replica_set)
     return {
         "apiVersion": "v1",
         "kind": "Pod",
