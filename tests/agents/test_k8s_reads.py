@@ -337,6 +337,9 @@ def test_top_pods_and_nodes(org, payments):
         "cpu_limit": "none",
         "memory_limit": "512Mi",
     }
+    everywhere = run_tool("k8s_top", org, kind="pod")  # an unrestricted cluster: one call for all
+    assert {row["name"] for row in everywhere["rows"]} >= {*LEDGER_PODS, *PAYMENTS_PODS}
+    assert any(r.path == "/apis/metrics.k8s.io/v1beta1/pods" for r in payments.requests)
     (node,) = run_tool("k8s_top", org, kind="node")["rows"]
     assert (node["name"], node["cpu"], node["memory"]) == ("node-a", "612m", "3104Mi")
     assert (node["cpu_percent"], node["memory_percent"]) == (16, 20)

@@ -12,6 +12,8 @@ from ops_app.core.text import cut_at_word
 from .phrases import CANNOT, ENDED, FOUND, HELLO, LABEL, RAN, WHY_NO_FIT, WHY_NO_TOOLS, labels, phrase
 from .tool_knowledge import tool_for
 
+# The one fact shown beside a record's label: how big, how bad, in what state, since when.
+EXTRA_KEYS = ("size", "severity", "status", "at", "started_at")
 _LABEL_KEYS = ("title", "name", "summary", "event", "path", "message", "line", "resource_name", "status")
 MAX_FIELDS, MAX_ITEMS, MAX_TEXT = 8, 3, 160
 
@@ -66,7 +68,7 @@ def _label(value: Any) -> str:
     if isinstance(value, dict):
         for key in _LABEL_KEYS:
             if value.get(key) not in (None, "", [], {}):
-                extra = next((value[k] for k in ("size", "severity", "at", "started_at") if k in value), None)
+                extra = next((value[k] for k in EXTRA_KEYS if k in value and k != key), None)
                 text = f"{value[key]}" + (f" ({extra})" if extra not in (None, "") else "")
                 return cut_at_word(text, MAX_TEXT)
         return cut_at_word(json.dumps(value, ensure_ascii=False), MAX_TEXT)

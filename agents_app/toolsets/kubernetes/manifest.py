@@ -54,7 +54,7 @@ K8S_GET = _spec(
     "List or get Kubernetes objects as compact rows (what `kubectl get -o wide` shows: status, "
     f"ready, restarts, age, node, reason). Kinds: {KINDS}. Secrets are never read.",
     {
-        "kind": {"type": "string", "minLength": 1, "description": f"One of: {KINDS}."},
+        "kind": {"type": "string", "minLength": 1, "default": "pod", "description": f"One of: {KINDS}."},
         "namespace": NAMESPACE,
         "name": {"type": "string", "description": "One object by name (omit to list)."},
         "label_selector": {"type": "string", "description": "e.g. app=payments,tier!=cache"},

@@ -42,7 +42,7 @@ async def _list(client, kind: Kind, where: list[str], limit: int, **selection) -
 
 async def k8s_get(
     ctx: ToolContext,
-    kind: str,
+    kind: str = "pod",
     namespace: str | None = None,
     name: str | None = None,
     label_selector: str | None = None,

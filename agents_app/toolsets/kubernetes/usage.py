@@ -16,8 +16,9 @@ from lightkube.utils.quantity import parse_quantity
 
 from ops_app.integrations.kubernetes import Cluster
 
+# `global_list`: an unrestricted cluster's pods are read across namespaces in one call.
 PodMetrics = create_namespaced_resource(
-    "metrics.k8s.io", "v1beta1", "PodMetrics", "pods", verbs=["get", "list"]
+    "metrics.k8s.io", "v1beta1", "PodMetrics", "pods", verbs=["get", "list", "global_list"]
 )
 NodeMetrics = create_global_resource(
     "metrics.k8s.io", "v1beta1", "NodeMetrics", "nodes", verbs=["get", "list"]
