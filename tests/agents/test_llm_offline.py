@@ -197,6 +197,8 @@ def test_builtin_personas_route_the_demo_questions():
         "why is checkout failing?": "incident-investigator",
         "what is the load on web-01?": "specialist-compute",
         "is the TLS certificate of shop.example.com about to expire? probe https": "specialist-network",
+        "why are the payments pods restarting?": "specialist-k8s",
+        "restart nginx on web-01 now": "specialist-ops",  # a device's service, not a rollout
     }
     assert {q: best_specialist(q, catalog).name for q in expected} == expected
 

@@ -89,7 +89,7 @@ def test_the_rollback_is_proposed_approved_and_answered_from_the_recording(agent
     assert check.detail == "proposed k8s_rollout_undo (executed after approval)"
     assert [t for t in result.tools_used if t.startswith("k8s_")] == ["k8s_logs", "k8s_rollout_undo"]
     specialist = agents_llm.seen[AGENT][-1]
-    assert "rolled back to revision 3" in tool_messages(specialist)[-1]["content"]  # the recording
+    assert "back to revision 3 (from revision 4)" in tool_messages(specialist)[-1]["content"]  # recorded
     offered = {
         t["function"]["name"]: t["function"]["description"] for t in agents_llm.seen[AGENT][0].body["tools"]
     }
