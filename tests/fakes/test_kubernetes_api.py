@@ -13,7 +13,6 @@ import pytest
 import yaml
 from lightkube import ApiError
 from lightkube.config.kubeconfig import KubeConfig
-from lightkube.generic_resource import create_global_resource, create_namespaced_resource
 from lightkube.models.authorization_v1 import ResourceAttributes, SelfSubjectAccessReviewSpec
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.apps_v1 import Deployment, DeploymentScale, ReplicaSet
@@ -21,6 +20,9 @@ from lightkube.resources.authorization_v1 import SelfSubjectAccessReview
 from lightkube.resources.core_v1 import ConfigMap, Event, Namespace, Node, Pod, Service
 from lightkube.types import PatchType
 
+# lightkube keeps one class per kind: the metrics resources are the tools' own (a second
+# declaration with other verbs is refused).
+from agents_app.toolsets.kubernetes.usage import NodeMetrics, PodMetrics
 from fakes.kubernetes_api import REVISION, KubernetesFake
 from ops_app.core import kubeconfig
 from tests.support.kubernetes import (
@@ -35,8 +37,6 @@ from tests.support.kubernetes import (
     seed_payments,
 )
 
-PodMetrics = create_namespaced_resource("metrics.k8s.io", "v1beta1", "PodMetrics", "pods")
-NodeMetrics = create_global_resource("metrics.k8s.io", "v1beta1", "NodeMetrics", "nodes")
 RESTART = {"spec": {"template": {"metadata": {"annotations": {"kubectl.kubernetes.io/restartedAt": "now"}}}}}
 
 
