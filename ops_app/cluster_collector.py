@@ -35,9 +35,15 @@ def collect_all() -> int:
 
 
 def collect_from(source: DataSource) -> int:
-    """One cluster: read it, record what is new. A cluster that is down or refuses the token is
-    logged once per outage (the reason in a few words, never the token or the remote answer) and
-    skipped, so the organization's other clusters, and other organizations', are still polled."""
+    """One cluster: read it, record what is new; the events recorded (0 when it could not be read)."""
+    return collect_now(source)[0]
+
+
+def collect_now(source: DataSource) -> tuple[int, str]:
+    """(events recorded, why the cluster could not be read or ""). A cluster that is down or
+    refuses the token is logged once per outage (the reason in a few words, never the token or the
+    remote answer) and skipped, so the organization's other clusters, and other organizations',
+    are still polled."""
     try:
         seen = async_to_sync(kubernetes_changes.read_cluster)(kubernetes.cluster_of(source))
     except Exception as error:  # noqa: BLE001 - one broken cluster must not stop the others
@@ -49,10 +55,10 @@ def collect_from(source: DataSource) -> int:
                 source.organization_id,
                 reason,
             )
-        return 0
+        return 0, reason
     if cluster_changes.note_reachable(source):
         log.info("cluster %s (organization %s): reachable again", source.name, source.organization_id)
-    return len(cluster_changes.record_cluster_state(source, seen))
+    return len(cluster_changes.record_cluster_state(source, seen)), ""
 
 
 def failure(error: BaseException) -> str:

@@ -9,6 +9,7 @@ from django.utils.html import format_html
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from ops_app import cluster_collector
 from ops_app.admin.scoping import TenantScopedAdmin
 from ops_app.admin.test_button import TestOnFormMixin
 from ops_app.integrations import datasources, kubernetes, llm_endpoints, mcp_servers
@@ -75,7 +76,7 @@ class DataSourceAdmin(TestOnFormMixin, TenantScopedAdmin):
     list_display = ("name", "kind", "url", "is_default", "auth", "verify_tls", "updated_at")
     list_filter = ("kind", "auth")
     search_fields = ("name", "url")
-    actions = ["test_connection"]
+    actions = ["test_connection", "collect_cluster_changes"]
     writer = staticmethod(datasources.save_data_source)
     test_label = _("Test connection")
 
@@ -83,6 +84,26 @@ class DataSourceAdmin(TestOnFormMixin, TenantScopedAdmin):
     def test_connection(self, request, queryset):
         for source in queryset:
             self.test_one(request, source)
+
+    @admin.action(description=_("Collect cluster changes now"), permissions=["change"])
+    def collect_cluster_changes(self, request, queryset):
+        """What the periodic collector would record, now, for the selected clusters (docs/kubernetes.md,
+        "Change events from clusters"): after a rollout made while Ongrid was not looking."""
+        clusters = queryset.filter(kind=DataSource.Kind.KUBERNETES)
+        if not clusters.exists():
+            self.message_user(
+                request, gettext("None of the selected data sources is a cluster."), messages.WARNING
+            )
+        for source in clusters:
+            recorded, reason = cluster_collector.collect_now(source)
+            values = {"source": source.name, "count": recorded, "reason": reason}
+            if reason:
+                self.message_user(
+                    request, gettext("%(source)s: not collected: %(reason)s") % values, messages.ERROR
+                )
+            else:
+                message = gettext("%(source)s: %(count)s change event(s) recorded") % values
+                self.message_user(request, message, messages.SUCCESS)
 
     def test_one(self, request, source: DataSource) -> None:
         if source.kind == DataSource.Kind.KUBERNETES:

@@ -376,3 +376,24 @@ def test_a_cluster_change_is_on_the_incident_when_a_node_names_its_workload(org,
     )
     [change] = what_changed(incident)
     assert change.related is related
+
+
+def test_collect_now_in_the_admin_records_the_selected_clusters_changes_or_says_why_not(
+    client, org_admin, org, other_org, seeded
+):
+    good = cluster(org, seeded)
+    refused = cluster(org, seeded, name="old", token="revoked-token")
+    theirs = cluster(other_org, seeded, name="theirs")
+    prometheus = DataSource.objects.create(organization=org, name="prom", kind="prometheus", url="http://p:9")
+    client.force_login(org_admin)
+    selected = [good.pk, refused.pk, theirs.pk, prometheus.pk]
+    data = {"action": "collect_cluster_changes", "_selected_action": selected}
+    answer = client.post(reverse("admin:ops_app_datasource_changelist"), data, follow=True)
+
+    shown = [str(m) for m in answer.context["messages"]]
+    assert shown == ["prod: 2 change event(s) recorded", "old: not collected: HTTP 401"]
+    assert len(k8s_events(org)) == 2 and not k8s_events(other_org)  # another tenant's row is not selectable
+    again = client.post(
+        reverse("admin:ops_app_datasource_changelist"), {**data, "_selected_action": [good.pk]}, follow=True
+    )
+    assert [str(m) for m in again.context["messages"]] == ["prod: 0 change event(s) recorded"]
