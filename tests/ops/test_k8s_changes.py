@@ -391,7 +391,7 @@ def test_collect_now_in_the_admin_records_the_selected_clusters_changes_or_says_
     answer = client.post(reverse("admin:ops_app_datasource_changelist"), data, follow=True)
 
     shown = [str(m) for m in answer.context["messages"]]
-    assert shown == ["prod: 2 change event(s) recorded", "old: not collected: HTTP 401"]
+    assert shown == ["old: not collected: HTTP 401", "prod: 2 change event(s) recorded"]  # by name
     assert len(k8s_events(org)) == 2 and not k8s_events(other_org)  # another tenant's row is not selectable
     again = client.post(
         reverse("admin:ops_app_datasource_changelist"), {**data, "_selected_action": [good.pk]}, follow=True
