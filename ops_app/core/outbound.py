@@ -228,6 +228,11 @@ def status_reason(status: int) -> str:
     return _("HTTP %(status)s") % {"status": status}
 
 
+def cause_of(error: BaseException, kind: type[BaseException]) -> BaseException | None:
+    """The first exception of `kind` along `error`'s causes (a transport wraps what it caught)."""
+    return next((cause for cause in _causes(error) if isinstance(cause, kind)), None)
+
+
 def _causes(error: BaseException):
     seen: set[int] = set()
     pending = [error]

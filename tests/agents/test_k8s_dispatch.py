@@ -9,7 +9,6 @@ import json
 import pytest
 from asgiref.sync import sync_to_async
 
-from agents_app.runtime import dedupe
 from agents_app.runtime.core import Runtime
 from audit_app.models import AuditLog
 from chat_app import services
@@ -19,13 +18,8 @@ from fakes.openai_server import call, text, tool_calls
 from ops_app.models import DataSource
 from tests.support.kubernetes import CRASH_LINE, NEW_RS, kube_api, seed_payments  # noqa: F401 - fixture
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.usefixtures("fresh_gate_caches"), pytest.mark.django_db(transaction=True)]
 QUESTION = "Why are the payments pods restarting?"
-
-
-@pytest.fixture(autouse=True)
-def fresh_dedupe(monkeypatch):
-    monkeypatch.setattr(dedupe, "DISPATCHES", dedupe.DispatchCache())
 
 
 @pytest.fixture

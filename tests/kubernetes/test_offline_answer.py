@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 from asgiref.sync import sync_to_async
 
-from agents_app.runtime import dedupe
 from agents_app.runtime.core import Runtime
 from audit_app.models import AuditLog
 from chat_app import services
@@ -15,12 +14,7 @@ from chat_app.models import ChatSession
 from ops_app.models import DataSource
 from tests.support.kubernetes import PAYMENTS_PODS, seed_payments
 
-pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture(autouse=True)
-def fresh_dedupe(monkeypatch):
-    monkeypatch.setattr(dedupe, "DISPATCHES", dedupe.DispatchCache())
+pytestmark = [pytest.mark.usefixtures("fresh_gate_caches"), pytest.mark.django_db(transaction=True)]
 
 
 async def test_the_offline_model_answers_a_pods_question_from_the_cluster(member, org, kube_api):

@@ -19,7 +19,7 @@ from lightkube.core.generic_client import ALL_NS
 
 from agents_app.toolsets.contract import ToolContext, ToolError
 from audit_app.redaction import redact_text
-from ops_app.core import kubeconfig
+from ops_app.core import kubeconfig, outbound
 from ops_app.core.egress import EgressRefused
 from ops_app.core.text import cut_at_word
 from ops_app.integrations import kubernetes
@@ -114,7 +114,7 @@ async def api(cluster: Cluster) -> AsyncIterator[AsyncClient]:
         except httpx2.TimeoutException:
             raise ToolError(f"cluster {cluster.name!r} did not answer within {cluster.timeout:g} s") from None
         except httpx2.HTTPError as error:
-            refused = _egress_cause(error)
+            refused = outbound.cause_of(error, EgressRefused)
             if refused is not None:
                 raise ToolError(_refused(cluster, refused)) from None
             raise ToolError(f"cluster {cluster.name!r} is unreachable at {cluster.server}: {error}") from None
@@ -146,13 +146,3 @@ def _message(error: ApiError, limit: int) -> str:
 
 def _refused(cluster: Cluster, refused: EgressRefused) -> str:
     return f"cluster {cluster.name!r} at {cluster.server} is refused by the egress policy: {refused.reason}"
-
-
-def _egress_cause(error: BaseException) -> EgressRefused | None:
-    """The transport may wrap the egress refusal; find it along the causes (a few at most)."""
-    seen: BaseException | None = error
-    for _ in range(8):
-        if seen is None or isinstance(seen, EgressRefused):
-            return seen
-        seen = seen.__cause__ or seen.__context__
-    return None
