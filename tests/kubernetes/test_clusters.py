@@ -10,6 +10,7 @@ import dataclasses
 import json
 import os
 
+import httpx2
 import pytest
 import yaml
 from asgiref.sync import sync_to_async
@@ -251,3 +252,16 @@ async def test_the_client_goes_through_the_egress_policy(org, kube_api, settings
     settings.CONFIG = dataclasses.replace(settings.CONFIG, egress_allow=AllowList())
     with pytest.raises(EgressRefused):
         [item async for item in kubernetes.client(found).list(Namespace)]
+
+
+async def test_the_client_verifies_the_cluster_s_certificate_with_its_ca_only(kube_api):
+    from lightkube.resources.core_v1 import Namespace
+
+    trusted = kubernetes.Cluster(
+        name="prod", server=kube_api.url, token="admin-token", ca_pem=kube_api.ca_pem
+    )
+    assert [item async for item in kubernetes.client(trusted).list(Namespace)] == []
+    untrusted = dataclasses.replace(trusted, ca_pem="")  # the system's CAs do not know the fake's
+    with pytest.raises(httpx2.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+        [item async for item in kubernetes.client(untrusted).list(Namespace)]
+    assert [r.path for r in kube_api.requests] == ["/api/v1/namespaces"]  # the refused one never arrived
