@@ -65,6 +65,8 @@ def _automatic_trigger(incident: Incident, policy: InvestigationPolicy) -> str |
         .first()
     )
     if last is None:
+        if incident.alert_source_id is not None:
+            return Trigger.PAGED
         return Trigger.ALERTMANAGER if incident.source == Incident.Source.ALERTMANAGER else Trigger.MANUAL
     if policy.rerun_on_escalation and last.incident_id == incident.pk and _escalated(incident, last):
         return Trigger.ESCALATION

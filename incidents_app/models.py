@@ -99,6 +99,7 @@ class Investigation(TenantModel):
 
     class Trigger(models.TextChoices):
         ALERTMANAGER = "alertmanager", _("An Alertmanager alert")
+        PAGED = "paged", _("A paged alert (PagerDuty, Opsgenie, Grafana, a webhook)")
         ESCALATION = "escalation", _("The incident escalated")
         MANUAL = "manual", _("Started by a person")
         BACKFILL = "backfill", _("Found when Ongrid started")

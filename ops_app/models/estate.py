@@ -142,6 +142,10 @@ class Incident(TenantModel):
         ALERTMANAGER = "alertmanager", "Alertmanager"
         MANUAL = "manual", _("Manual")
         DEMO = "demo", _("Demo estate")
+        PAGERDUTY = "pagerduty", "PagerDuty"
+        OPSGENIE = "opsgenie", "Opsgenie"
+        GRAFANA = "grafana", "Grafana Alerting"
+        WEBHOOK = "webhook", _("Generic webhook")
 
     title = models.CharField(verbose_name=_("title"), max_length=300)
     summary = models.TextField(verbose_name=_("summary"), blank=True)
@@ -170,9 +174,30 @@ class Incident(TenantModel):
         verbose_name=_("fingerprint"),
         max_length=64,
         blank=True,
-        help_text=_("Hash of the Alertmanager group key."),
+        help_text=_("Hash of the alert group's key (Alertmanager's group key, a paging source's incident)."),
     )
     group_key = models.TextField(verbose_name=_("group key"), blank=True)
+    alert_source = models.ForeignKey(
+        "ops_app.AlertSource",
+        verbose_name=_("alert source"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="incidents",
+        help_text=_("The paging tool this incident came from (PagerDuty, Opsgenie, Grafana, a webhook)."),
+    )
+    external_id = models.CharField(
+        verbose_name=_("external ID"),
+        max_length=200,
+        blank=True,
+        help_text=_("The incident's or alert's id in its source, e.g. PagerDuty's Q1ABC2DEF."),
+    )
+    external_url = models.URLField(
+        verbose_name=_("external URL"),
+        max_length=1000,
+        blank=True,
+        help_text=_("The incident in its source."),
+    )
     created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
     updated_at = models.DateTimeField(verbose_name=_("updated at"), auto_now=True)
 
@@ -203,6 +228,14 @@ class Incident(TenantModel):
                 & ~models.Q(fingerprint=""),
                 name="incident_org_open_manual_uniq",
                 violation_error_message="This problem already has an open incident.",
+            ),
+            # One open incident per group of each paging source (PagerDuty incident, Opsgenie
+            # alert, Grafana group, generic group key): concurrent deliveries cannot open twins.
+            models.UniqueConstraint(
+                fields=["organization", "alert_source", "fingerprint"],
+                condition=models.Q(alert_source__isnull=False) & ~models.Q(status="resolved"),
+                name="incident_org_open_source_group_uniq",
+                violation_error_message="This alert group already has an open incident.",
             ),
         ]
 
