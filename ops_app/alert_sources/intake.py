@@ -123,7 +123,8 @@ def _update(incident: Incident, event: AlertEvent) -> None:
     if event.started_at and event.started_at < incident.started_at:
         incident.started_at = event.started_at
     incident.external_id = incident.external_id or event.external_id
-    incident.external_url = incident.external_url or event.external_url
+    if event.external_url.startswith(("https://", "http://")):  # never a javascript: link on the page
+        incident.external_url = incident.external_url or event.external_url
     if not incident.summary and event.summary:
         incident.summary = event.summary[:2000]
     services = {event.labels[k] for k in SERVICE_LABELS if event.labels.get(k)}
