@@ -4,9 +4,11 @@ A failure is recorded as an HTTP status or an error class, never what the remote
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import smtplib
+from collections.abc import Iterator
 
 import httpx
 from django.conf import settings
@@ -35,8 +37,18 @@ class NoCard(NotSent):
     """An update for a card that was never posted: nothing to redraw."""
 
 
+class BridgeFailed(NotSent):
+    """The IM bridge raised (platform down, app disabled): `reason` is its error's class."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 def failure_reason(exc: BaseException) -> str:
     """What the admin and the row may show: the HTTP status, or the error's class name."""
+    if isinstance(exc, BridgeFailed):
+        return exc.reason
     if isinstance(exc, httpx.HTTPStatusError):
         return f"HTTP {exc.response.status_code}"
     return type(exc).__name__
@@ -107,26 +119,40 @@ def _redraw(row: NotificationDelivery) -> None:
             return None  # the card is not out yet: it will be drawn as things stand when it is
         raise NoCard
     channel = row.channel
-    alert_card_update.send(
-        sender=NotificationDelivery,
-        organization_id=channel.organization_id,
-        app_id=channel.im_app_id,
-        ref=posted.ref,
-        card=cards.card(row.incident),
-    )
+    drawn = cards.card(row.incident)
+    with bridged():
+        alert_card_update.send(
+            sender=NotificationDelivery,
+            organization_id=channel.organization_id,
+            app_id=channel.im_app_id,
+            ref=posted.ref,
+            card=drawn,
+        )
     return None
+
+
+@contextlib.contextmanager
+def bridged() -> Iterator[None]:
+    """The IM bridge's failure as one of ours, named by its class (never its text)."""
+    try:
+        yield
+    except NotSent:
+        raise
+    except Exception as exc:  # noqa: BLE001 - whatever the bridge raised is one failed attempt
+        raise BridgeFailed(type(exc).__name__) from exc
 
 
 def post_card(channel: NotificationChannel, drawn: dict) -> dict:
     if channel.im_app_id is None or channel.im_app.organization_id != channel.organization_id:
         raise NotSent("chat app of another organization")
-    answers = alert_card_post.send(
-        sender=NotificationDelivery,
-        organization_id=channel.organization_id,
-        app_id=channel.im_app_id,
-        channel=channel.im_channel,
-        card=drawn,
-    )
+    with bridged():
+        answers = alert_card_post.send(
+            sender=NotificationDelivery,
+            organization_id=channel.organization_id,
+            app_id=channel.im_app_id,
+            channel=channel.im_channel,
+            card=drawn,
+        )
     ref = next((answer for _receiver, answer in answers if answer is not None), None)
     if ref is None:
         raise NotSent("no chat bridge posted the card")

@@ -26,8 +26,17 @@ from incidents_app.models import (
     NotificationChannel,
     NotificationDelivery,
 )
-from ops_app.models import Incident
+from ops_app.models import Device, Incident
 from tests.support.alerts import email_channel, eventually, fire, rule, settled
+from tests.support.investigations import (
+    INVESTIGATOR,
+    answer,
+    enable_auto,
+    read_incident,
+    report,
+    submit,
+    wait_finished,
+)
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -204,3 +213,31 @@ def test_silence_asks_the_gate_for_the_silence_tool_and_passes_on_its_refusal(ca
     else:
         assert answer == "There is no tool named silence_incident."
         assert not IncidentAction.objects.exists() and not MutatingProposal.objects.exists()
+
+
+def test_a_real_investigation_redraws_the_card_with_its_first_findings_and_then_its_report(
+    settings, agents_llm, org, im_channel, card_bridge
+):
+    """The investigator (the fake model, scripted) reads the incident, then reports: the first
+    tool answer it gets is on the card while it runs, and the report once it is done."""
+    enable_auto(settings)
+    Device.objects.create(organization=org, name="db-01", address="10.0.0.9")
+    agents_llm.add(
+        INVESTIGATOR, read_incident(), submit(report({"kind": "device", "name": "db-01"})), answer()
+    )
+    rule(org, im_channel)
+    incident = fire(org, "Checkout 5xx", source="alertmanager")
+    run = wait_finished(eventually(lambda: Investigation.objects.filter(incident=incident).first()).pk)
+    assert run.status == "done"
+    drawn = lambda: [c["card"] for c in card_bridge.posted + card_bridge.updated]  # noqa: E731
+    with_findings = eventually(
+        lambda: [c for c in drawn() if c["findings"].startswith("get_incident_detail:")],
+        what="the first findings on the card",
+    )
+    assert with_findings[0]["report"] is None  # drawn while the investigation ran
+    done = eventually(
+        lambda: card_bridge.updated and card_bridge.last_card()["report"] and card_bridge.last_card()
+    )
+    assert done["report"]["summary"] == "Checkout fails because its database host is down."
+    assert done["report"]["confidence_word"] == "high"
+    assert len(card_bridge.posted) == 1

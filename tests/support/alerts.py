@@ -97,12 +97,20 @@ class CardBridge:
 
 @pytest.fixture
 def card_bridge():
+    """The card signals heard by the recorder only (the IM bridges' receivers are set aside for
+    the test; tests/alerts/test_slack_card_end_to_end.py goes through the real one)."""
     bridge = CardBridge()
-    alert_card_post.connect(bridge.post, dispatch_uid="test-card-bridge-post")
-    alert_card_update.connect(bridge.update, dispatch_uid="test-card-bridge-update")
+    kept = {}
+    for signal, handler in ((alert_card_post, bridge.post), (alert_card_update, bridge.update)):
+        with signal.lock:
+            kept[signal], signal.receivers = signal.receivers, []
+            signal.sender_receivers_cache.clear()
+        signal.connect(handler, weak=False, dispatch_uid="test-card-bridge")
     yield bridge
-    alert_card_post.disconnect(dispatch_uid="test-card-bridge-post")
-    alert_card_update.disconnect(dispatch_uid="test-card-bridge-update")
+    for signal, receivers in kept.items():
+        with signal.lock:
+            signal.receivers = receivers
+            signal.sender_receivers_cache.clear()
 
 
 @dataclass
