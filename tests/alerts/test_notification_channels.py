@@ -193,3 +193,16 @@ def test_the_deliveries_list_is_read_only_and_the_organizations_own(client, org,
     listing = client.get("/admin/incidents_app/notificationdelivery/").content.decode()
     assert "oncall-mail" in listing and "globex-mail" not in listing
     assert client.get("/admin/incidents_app/notificationdelivery/add/").status_code == 403
+
+
+def test_the_rule_form_offers_only_the_organizations_channels_and_sources(client, org, other_org, org_admin):
+    email_channel(org, "acme-mail")
+    email_channel(other_org, "globex-mail")
+    AlertSource.objects.create(organization=org, name="pd-acme", kind="pagerduty")
+    AlertSource.objects.create(organization=other_org, name="pd-globex", kind="pagerduty")
+    client.force_login(org_admin)
+    form = client.get("/admin/incidents_app/notificationrule/add/").content.decode()
+    assert "acme-mail" in form and "pd-acme" in form
+    assert "globex-mail" not in form and "pd-globex" not in form
+    channel_form = client.get("/admin/incidents_app/notificationchannel/add/")
+    assert channel_form.status_code == 200
