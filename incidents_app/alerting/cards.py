@@ -80,8 +80,9 @@ def buttons_of(incident: Incident, latest: Investigation | None) -> list[str]:
     runs, nothing once resolved."""
     if incident.status == Incident.Status.RESOLVED:
         return []
-    pending = {p.action.verb for p in actions.recent_progress(incident) if p.open}
-    done = {p.action.verb for p in actions.recent_progress(incident) if p.state == actions.DONE}
+    progress = actions.recent_progress(incident)
+    pending = {p.action.verb for p in progress if p.open}
+    done = {p.action.verb for p in progress if p.state == actions.DONE}
     offered = []
     if incident.status == Incident.Status.FIRING and "acknowledge" not in pending:
         offered.append("acknowledge")

@@ -28,7 +28,7 @@ def remember_reopening(sender, instance: Incident, raw: bool = False, **kwargs) 
     """The status before this save: a resolved incident saved as firing again is announced again
     (subject to the group's limit), and any other change of status redraws its cards."""
     before = None
-    if not raw and instance.pk:
+    if not raw and instance.pk and not change_events.is_suppressed():
         before = Incident.objects.filter(pk=instance.pk).values_list("status", flat=True).first()
     instance._ongrid_status_before = before
 

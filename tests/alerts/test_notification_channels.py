@@ -5,6 +5,7 @@ failures, every attempt recorded on the delivery row, never the remote's body), 
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import hmac
@@ -44,9 +45,7 @@ def signature_of(body: bytes, secret: str = "whsec-test") -> str:
 
 
 def test_a_webhook_is_signed_and_retried_with_backoff_until_it_is_taken(org, fixed_clock, settings):
-    settings.CONFIG = settings.CONFIG.__class__(
-        **{**settings.CONFIG.__dict__, "public_url": "https://ongrid.acme.test"}
-    )
+    settings.CONFIG = dataclasses.replace(settings.CONFIG, public_url="https://ongrid.acme.test")
     with flaky_receiver(failures=2) as receiver:
         rule(org, webhook_channel(org, receiver.url))
         incident = fire(org, "Checkout 5xx", external_url="https://acme.pagerduty.com/incidents/Q1")
