@@ -15,7 +15,10 @@ class ImAppConfig(AppConfig):
         # Imported here: these modules use models, which load after app configs.
         from agents_app.api import register_thread_language
         from chat_app.channels import register_channels
-        from im_app import summaries  # noqa: F401 - connects the investigation summaries receiver
+        from im_app import (
+            alert_cards,  # noqa: F401 - connects the alert cards' receivers
+            summaries,  # noqa: F401 - connects the investigation summaries receiver
+        )
         from im_app.languages import athread_language
         from im_app.models import Platform
 

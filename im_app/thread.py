@@ -10,10 +10,12 @@ escaping is the same wherever the text comes from.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import logging
 import time
 from typing import Protocol
 
+from django.utils import formats
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
@@ -82,6 +84,24 @@ class PlatformThread:
         """An approval card's text: a bold title, then its lines."""
         body = "\n".join(self.markup.text(line) for line in lines)
         return f"{self.markup.bold(title)}\n{body}"
+
+    def moment(self, at: dt.datetime) -> str:
+        """A point in time as every reader of a channel can place it: written out in the active
+        language, in UTC and saying so (a channel has readers in many time zones). A platform
+        that can show each reader their own local time overrides this (Slack)."""
+        return self.markup.text(utc_words(at))
+
+    async def post_card(self, rendered: str, buttons: Buttons | None = None) -> dict:
+        """Post a message that will be edited later by someone who only kept what this returns:
+        {"address": where the thread is, "message": the message's ref}, JSON-safe ids only."""
+        ref = await self.post(rendered, buttons)
+        return {"address": self.address(), "message": ref}
+
+
+def utc_words(at: dt.datetime) -> str:
+    """`at` in the active language's date-and-time format, in UTC, with "UTC" after it."""
+    utc = at.astimezone(dt.UTC).replace(tzinfo=None)
+    return f"{formats.date_format(utc, 'DATETIME_FORMAT')} UTC"
 
 
 def with_footer(chunks: list[str], footer: str, limit: int) -> list[str]:

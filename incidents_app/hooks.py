@@ -13,6 +13,8 @@ from django.db.models.signals import post_save
 from chat_app.models import SessionKind
 from chat_app.signals import session_reaped
 from incidents_app import investigations, notify, runner
+from incidents_app.alerting import buttons as alert_buttons
+from incidents_app.alerting import triggers as alert_triggers
 from ops_app.estate import change_events
 from ops_app.models import Incident
 
@@ -22,6 +24,8 @@ log = logging.getLogger(__name__)
 def connect() -> None:
     post_save.connect(incident_saved, sender=Incident, dispatch_uid="ongrid-investigate-incident")
     session_reaped.connect(session_was_reaped, dispatch_uid="ongrid-investigation-reaped")
+    alert_triggers.connect()  # alert-time notifications (docs/alerts.md)
+    alert_buttons.connect()
 
 
 def incident_saved(sender, instance: Incident, raw: bool = False, **kwargs) -> None:

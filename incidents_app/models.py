@@ -220,3 +220,20 @@ class IncidentAction(TenantModel):
         verbose_name = _("incident action")
         verbose_name_plural = _("incident actions")
         ordering = ["created_at", "id"]
+
+
+# The alert-time notifications' models live beside their code (incidents_app/alerting/).
+from incidents_app.alerting.models import (  # noqa: E402
+    NotificationChannel,
+    NotificationDelivery,
+    NotificationRule,
+)
+
+__all__ = [
+    "IncidentAction",
+    "Investigation",
+    "InvestigationPolicy",
+    "NotificationChannel",
+    "NotificationDelivery",
+    "NotificationRule",
+]

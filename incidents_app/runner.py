@@ -20,6 +20,7 @@ from django.conf import settings
 
 from agents_app.api import SUBMIT_REPORT, Tool, ToolContext, ToolError, events, get_runtime, run_in_background
 from incidents_app import investigations, notify
+from incidents_app.alerting import triggers as alert_triggers
 from incidents_app.changes import for_brief, what_changed
 from incidents_app.models import Investigation
 from incidents_app.report import REPORT_SCHEMA, check_report
@@ -197,9 +198,12 @@ async def _run(investigation: Investigation, incident: Incident) -> Investigatio
         {"event": "investigation.started", "investigation": investigation.pk, "session": session.pk},
     )
 
+    findings = FirstFindings(investigation.pk)
+
     async def forward(event: events.RuntimeEvent) -> None:
         if isinstance(event, events.ToolStarted | events.ToolEnded):
             await publish(incident.pk, {**event.to_message(), "investigation": investigation.pk})
+        await findings.consider(event)
 
     box = ReportBox(incident, session.pk)
     result = await get_runtime().run_turn(
@@ -224,6 +228,34 @@ async def _run(investigation: Investigation, incident: Incident) -> Investigatio
     return await sync_to_async(investigations.finish)(
         investigation.pk, status, report=box.report, partial=partial, error=error, tokens=tokens
     )
+
+
+@dataclass
+class FirstFindings:
+    """The first evidence a run gathers (a note to the user, or a tool's answer) is kept as its
+    partial findings while it runs and redraws the incident's alert cards: once per run, so
+    every later event costs nothing (docs/alerts.md)."""
+
+    investigation_id: int
+    done: bool = False
+
+    async def consider(self, event: events.RuntimeEvent) -> None:
+        if self.done:
+            return
+        text = ""
+        if isinstance(event, events.Note):
+            text = event.text
+        elif (
+            isinstance(event, events.ToolEnded) and event.status == "ok" and event.tool != SUBMIT_REPORT.name
+        ):
+            text = f"{event.tool}: {event.content}"
+        if not text.strip():
+            return
+        self.done = True
+        try:
+            await sync_to_async(alert_triggers.findings_found)(self.investigation_id, text)
+        except Exception:  # noqa: BLE001 - a card redraw must never fail the investigation
+            log.exception("investigation %s: could not record its first findings", self.investigation_id)
 
 
 def launch(investigation_id: int) -> asyncio.Future | concurrent.futures.Future | None:

@@ -11,7 +11,8 @@ from django.conf import settings
 
 from chat_app.services import reap_orphans
 from incidents_app import investigations, runner
-from incidents_app.models import Investigation
+from incidents_app.alerting import drain
+from incidents_app.models import Investigation, NotificationDelivery
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +30,8 @@ def recover(backfill_limit: int = investigations.BACKFILL_LIMIT) -> list[int]:
     )
     for org_id in sorted(orgs):
         runner.start_queued(org_id)
+    if NotificationDelivery.objects.filter(status=NotificationDelivery.Status.PENDING).exists():
+        drain.kick()  # alert notifications queued before the restart (docs/alerts.md)
     if backfilled:
         log.info("backfilled %d investigation(s) at startup", len(backfilled))
     return backfilled

@@ -15,3 +15,11 @@ def run_investigation_task(self, investigation_id: int) -> None:
     It runs on the worker process's own loop, beside the turns, so the channel layer it publishes
     on stays open for the next task (closing it here closed it on the wrong loop)."""
     run_on_worker_loop(self, run_investigation(investigation_id))
+
+
+@shared_task(name="incidents_app.drain_notifications", acks_late=False)
+def drain_notifications_task() -> int:
+    """The scale-out shape's drainer of alert notifications (beat, and one per queued batch)."""
+    from incidents_app.alerting.drain import drain_once
+
+    return drain_once()

@@ -14,24 +14,14 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from agents_app.api import (
-    ACKNOWLEDGE_INCIDENT,
-    RESOLVE_INCIDENT,
-    CallRefused,
-    ProposalClosed,
-    may_sign,
-    request_call,
-    sign,
-    start_turn,
-)
+from agents_app.api import CallRefused, ProposalClosed, may_sign, sign, start_turn
 from chat_app import services as chats
-from incidents_app import actions, investigations, runner
+from incidents_app import actions, investigations, runner, transitions
 from incidents_app.access import incident_or_404, may_act, visible_incidents
 from incidents_app.api import filter_incidents
 from incidents_app.context import incident_context
 from incidents_app.fragments import incident_facts, report_context, timeline_context, viewer_of
 from incidents_app.models import IncidentAction, current_report
-from ops_app.estate import incidents as incident_states
 from ops_app.models import Device, Incident, Severity, TopologyNode
 
 LIST_SIZE = 100
@@ -120,13 +110,18 @@ def incident_transition(request: HttpRequest, incident_id: int, action: str) -> 
         "user": request.user.get_username(),
     }
     reason = f"{note} ({pressed})" if note else pressed
-    tool = (ACKNOWLEDGE_INCIDENT if action == "acknowledge" else RESOLVE_INCIDENT).name
-    target = Incident.Status.ACKNOWLEDGED if action == "acknowledge" else Incident.Status.RESOLVED
-    problem = incident_states.refusal(incident, target)
+    problem = transitions.refusal(incident, action)
     if problem:  # nothing for the reviewer to judge
         messages.error(request, problem)
         return redirect("incident-page", incident.pk)
-    return _send(request, incident, tool, {"incident_id": incident.pk, "reason": reason}, reason, action)
+    return _send(
+        request,
+        incident,
+        transitions.TOOLS[action],
+        {"incident_id": incident.pk, "reason": reason},
+        reason,
+        action,
+    )
 
 
 @login_required
@@ -149,15 +144,11 @@ def _send(
 ) -> HttpResponse:
     """Send the call in a hidden session (no chat opens) and come back to the incident page,
     whose actions block follows it through the gate."""
-    description = _("%(what)s (from incident #%(id)s)") % {"what": what, "id": incident.pk}
-    title = _("Change for incident #%(id)s") % {"id": incident.pk}
     try:
-        session = request_call(request.user, tool, arguments, description, title, hidden=True)
+        transitions.send(request.user, incident, tool, arguments, what, verb)
     except CallRefused as exc:
         messages.error(request, str(exc))
         return _go(request, reverse("incident-page", args=[incident.pk]))
-    actions.record(incident, request.user, verb, what, session)
-    async_to_sync(runner.publish)(incident.pk, {"kind": "action"})  # open pages start following it
     if request.htmx:  # the page's socket draws the pending change in place: nothing to reload
         return HttpResponse(status=204)
     return redirect("incident-page", incident.pk)

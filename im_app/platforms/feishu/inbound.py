@@ -16,7 +16,7 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from django.utils import translation
 from django.utils.translation import gettext as _
 
-from im_app import conversation
+from im_app import alert_presses, conversation
 from im_app.identities import Sender
 from im_app.models import IMApp
 from im_app.platforms.feishu.client import FeishuClient
@@ -150,6 +150,12 @@ async def press(app: IMApp, event: dict) -> tuple[str, dict | None]:
     the thread's language."""
     verb, target, presser, _message = button_of(event)
     with translation.override(await conversation.apresser_language(app, presser)):
+        if alert_presses.is_alert_verb(verb) and target.isdigit():
+            chat_id = (event.get("context") or {}).get("open_chat_id", "")
+            # Awaited here: the answer is the toast. The incidents app answers at once and runs
+            # the action's review after it (chat_app.signals, alert_card_pressed).
+            answer = await alert_presses.apress(app, presser, verb, int(target), chat_id=chat_id)
+            return answer, None
         return await _press(app, verb, target, presser)
 
 

@@ -50,7 +50,7 @@ def card(markdown: str, buttons: Buttons | None = None) -> dict:
 
 def _button(label: str, data: str) -> dict:
     verb, _target = button_parts(data)
-    style = {"approve": "primary", "reject": "danger"}.get(verb, "default")
+    style = {"approve": "primary", "reject": "danger", "alert-acknowledge": "primary"}.get(verb, "default")
     return {
         "tag": "button",
         "text": {"tag": "plain_text", "content": label},

@@ -17,7 +17,7 @@ from asgiref.sync import sync_to_async
 from django.utils import translation
 from django.utils.translation import gettext as _
 
-from im_app import background, conversation, deliveries, identities
+from im_app import alert_presses, background, conversation, deliveries, identities
 from im_app.identities import Sender
 from im_app.languages import thread_language
 from im_app.markup import escape
@@ -69,7 +69,8 @@ async def handle_event(app: IMApp, event: dict, client: SlackClient | None = Non
 
 
 async def handle_action(app: IMApp, payload: dict, client: SlackClient | None = None) -> None:
-    """A Block Kit button: Approve / Reject on an approval card, or Stop on a running answer."""
+    """A Block Kit button: Approve / Reject on an approval card, Stop on a running answer, or an
+    alert card's Acknowledge / Investigate now / Silence 1 h."""
     client = client or SlackClient(app)
     action = (payload.get("actions") or [{}])[0]
     verb = (action.get("action_id") or "").removeprefix("im_")
@@ -89,6 +90,11 @@ async def _press(
     app: IMApp, client: SlackClient, verb: str, value: int, channel: str, message: dict, user: str
 ):
     """A button press, answered in the thread's language."""
+    if alert_presses.is_alert_verb(verb):
+        answer = await alert_presses.apress(app, user, verb, value, chat_id=channel)
+        # Only the presser sees it; beside the card (in its thread only when it is in one).
+        await client.post_ephemeral(channel, user, answer, thread_ts=message.get("thread_ts"))
+        return
     if verb == "stop":
         _, answer = await conversation.astop_pressed(app, user, value)
         await client.post_ephemeral(

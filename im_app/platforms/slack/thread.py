@@ -3,10 +3,12 @@ chat.postMessage / chat.update in mrkdwn, buttons as Block Kit."""
 
 from __future__ import annotations
 
+import datetime as dt
+
 from im_app.models import IMApp
 from im_app.platforms.slack.client import MAX_TEXT, SlackClient
 from im_app.platforms.slack.markup import MRKDWN
-from im_app.thread import Buttons, PlatformThread, button_parts
+from im_app.thread import Buttons, PlatformThread, button_parts, utc_words
 
 
 class SlackThread(PlatformThread):
@@ -32,6 +34,29 @@ class SlackThread(PlatformThread):
     async def edit(self, ref: str, rendered: str, buttons: Buttons | None = None) -> None:
         await self.client.update(self.channel, ref, rendered, blocks=blocks(rendered, buttons))
 
+    def moment(self, at: dt.datetime) -> str:
+        """Slack's date token: each reader sees the time in their own time zone and format; the
+        written-out UTC time is what clients that cannot show it display instead."""
+        fallback = utc_words(at).replace("|", " ").replace(">", " ")
+        return f"<!date^{int(at.timestamp())}^{{date_short_pretty}} {{time}}|{self.markup.text(fallback)}>"
+
+    async def post_card(self, rendered: str, buttons: Buttons | None = None) -> dict:
+        """As `PlatformThread.post_card`, keeping the channel id Slack answers: a message posted
+        to `#oncall` is edited with `chat.update`, which only takes the channel's id."""
+        sent = await self.client.call(
+            "chat.postMessage",
+            channel=self.channel,
+            text=rendered,
+            thread_ts=self.thread_ts,
+            blocks=blocks(rendered, buttons),
+        )
+        address = {"channel": sent.get("channel") or self.channel, "thread_ts": self.thread_ts}
+        return {"address": address, "message": sent["ts"]}
+
+
+# Block Kit's button styles: the one action a card asks for is primary, a refusal is danger.
+BUTTON_STYLES = {"approve": "primary", "reject": "danger", "alert-acknowledge": "primary"}
+
 
 def blocks(rendered: str, buttons: Buttons | None) -> list | None:
     """Buttons need Block Kit: a section with the text and an actions block. Without buttons the
@@ -48,8 +73,8 @@ def blocks(rendered: str, buttons: Buttons | None) -> list | None:
             "action_id": f"im_{verb}",
             "value": target,
         }
-        if verb in ("approve", "reject"):
-            button["style"] = "primary" if verb == "approve" else "danger"
+        if verb in BUTTON_STYLES:
+            button["style"] = BUTTON_STYLES[verb]
         elements.append(button)
     return [
         {"type": "section", "text": {"type": "mrkdwn", "text": rendered}},

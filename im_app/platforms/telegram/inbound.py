@@ -8,7 +8,7 @@ import logging
 
 from django.utils import translation
 
-from im_app import background, conversation, deliveries
+from im_app import alert_presses, background, conversation, deliveries
 from im_app.identities import Sender
 from im_app.models import IMApp
 from im_app.platforms.telegram.client import TelegramClient
@@ -72,6 +72,11 @@ async def _button(app: IMApp, client: TelegramClient, query: dict) -> None:
 
 async def _press(app: IMApp, client: TelegramClient, query: dict, presser: str) -> None:
     verb, proposal_id = button_parts(query.get("data") or "")
+    if alert_presses.is_alert_verb(verb) and proposal_id.isdigit():
+        chat_id = str(((query.get("message") or {}).get("chat") or {}).get("id", ""))
+        answer = await alert_presses.apress(app, presser, verb, int(proposal_id), chat_id=chat_id)
+        await client.answer_callback(query["id"], answer)  # the presser's pop-up: theirs only
+        return
     if verb == "stop" and proposal_id.isdigit():
         _, answer = await conversation.astop_pressed(app, presser, int(proposal_id))
         await client.answer_callback(query["id"], answer)
