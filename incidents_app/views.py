@@ -25,7 +25,7 @@ from agents_app.api import (
     start_turn,
 )
 from chat_app import services as chats
-from incidents_app import actions, investigations, runner
+from incidents_app import actions, investigations, runner, writeback
 from incidents_app.access import incident_or_404, may_act, visible_incidents
 from incidents_app.api import filter_incidents
 from incidents_app.context import incident_context
@@ -67,6 +67,7 @@ def _detail_context(request: HttpRequest, incident: Incident) -> dict:
         **timeline_context(incident, context["steps"]),
         **incident_facts(incident),
         "alerts": incident.alerts.order_by("starts_at"),
+        "writebacks": writeback.page_lines(incident),
     }
 
 

@@ -202,6 +202,8 @@ CELERY_BEAT_SCHEDULE = {
     "fire-due-schedules": {"task": "schedules_app.tick", "schedule": 30.0},
     # Posts the IM answers queued while a chat platform was down (docs/im.md); rows are claimed.
     "redeliver-im-outbox": {"task": "im_app.redeliver", "schedule": 15.0},
+    # Writes findings and mirrored states back to the alert sources, with retries (docs/alerts.md).
+    "drain-source-writebacks": {"task": "incidents_app.drain_writebacks", "schedule": 15.0},
 }
 if CONFIG.k8s_changes_interval > 0:
     # Rollouts and ConfigMap changes of the organizations' clusters (docs/kubernetes.md).

@@ -27,6 +27,7 @@ pytest_plugins = [
     "tests.support.kubernetes",
     "tests.support.gate",
     "tests.support.alert_apis",
+    "tests.support.writebacks",
 ]
 
 
