@@ -30,12 +30,15 @@ class InvestigationSerializer(serializers.ModelSerializer):
 
 class IncidentSerializer(serializers.ModelSerializer):
     device = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    alert_source = serializers.SlugRelatedField(
+        slug_field="name", read_only=True, help_text="The alert source's name (PagerDuty, Opsgenie… sources)."
+    )
 
     class Meta:
         model = Incident
         fields = [
             "id", "title", "severity", "status", "source", "started_at", "acknowledged_at", "resolved_at",
-            "affected_services", "device",
+            "affected_services", "device", "alert_source", "external_id", "external_url",
         ]  # fmt: skip
 
 
@@ -89,8 +92,10 @@ class IncidentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
     """Incidents of the caller's organization; another organization's are a 404."""
 
     def get_queryset(self):
-        return filter_incidents(visible_incidents(self.request.user), self.request.query_params).order_by(
-            "-started_at", "-pk"
+        return (
+            filter_incidents(visible_incidents(self.request.user), self.request.query_params)
+            .select_related("device", "alert_source")
+            .order_by("-started_at", "-pk")
         )
 
     def get_serializer_class(self):

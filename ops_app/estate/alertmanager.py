@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from django.db import IntegrityError, OperationalError, transaction
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from ops_app.estate import grouping
+from ops_app.estate.grouping import RETRIES, TransientIngestError  # noqa: F401 - re-exported
 from ops_app.models import SEVERITY_RANK, Alert, AlertmanagerReceiver, Device, Incident, Severity
 
 # Alertmanager writes this for "no end time" (Go's zero time).
@@ -174,38 +177,21 @@ def _label_fingerprint(labels: dict) -> str:
 
 
 def group_fingerprint(group_key: str) -> str:
-    return hashlib.sha256(group_key.encode()).hexdigest()[:32]
-
-
-RETRIES = 5
-RETRYABLE_SQLSTATES = {"40001", "40P01"}  # serialization failure, deadlock detected
-
-
-class TransientIngestError(RuntimeError):
-    """The delivery kept losing races or the database was unavailable; Alertmanager should retry."""
+    return grouping.group_fingerprint(group_key)
 
 
 def ingest(receiver: AlertmanagerReceiver, payload: ParsedPayload) -> IngestResult:
     """Store one validated delivery for the receiver's organization, replaying it after a lost race."""
-    for attempt in range(1, RETRIES + 1):
-        try:
-            return _ingest_once(receiver, payload)
-        except IntegrityError as exc:
-            problem: Exception = exc  # another delivery created the same incident or alert first
-        except OperationalError as exc:
-            if getattr(exc.__cause__, "sqlstate", None) not in RETRYABLE_SQLSTATES:
-                raise
-            problem = exc
-        if attempt == RETRIES:
-            raise TransientIngestError(f"gave up after {RETRIES} attempts: {problem}") from problem
-    raise AssertionError("unreachable")
+    return grouping.replayed(lambda: _ingest_once(receiver, payload))
 
 
 def _ingest_once(receiver: AlertmanagerReceiver, payload: ParsedPayload) -> IngestResult:
     org_id = receiver.organization_id
     with transaction.atomic():
         # Lock the group's open incident first: deliveries of one group then queue here, in order.
-        open_incident = _open_incident(org_id, group_fingerprint(payload.group_key))
+        open_incident = grouping.open_incident(
+            org_id, group_fingerprint(payload.group_key), Incident.Source.ALERTMANAGER
+        )
         existing = {
             (a.fingerprint, a.starts_at): a
             for a in Alert.objects.select_for_update(of=("self",))
@@ -239,16 +225,6 @@ def _ingest_once(receiver: AlertmanagerReceiver, payload: ParsedPayload) -> Inge
     return IngestResult([incident.pk], created, updated)
 
 
-def _open_incident(org_id: int, fingerprint: str) -> Incident | None:
-    return (
-        Incident.objects.select_for_update()
-        .filter(organization_id=org_id, fingerprint=fingerprint, source=Incident.Source.ALERTMANAGER)
-        .exclude(status=Incident.Status.RESOLVED)
-        .order_by("-started_at")
-        .first()
-    )
-
-
 def _incident_for(
     org_id: int, payload: ParsedPayload, existing: dict, open_incident: Incident | None
 ) -> Incident:
@@ -258,14 +234,12 @@ def _incident_for(
     if open_incident is not None:
         return open_incident
     first = min(payload.alerts, key=lambda a: a.starts_at)
-    # The unique constraint on (organization, group) among open incidents makes a concurrent
-    # twin fail here with IntegrityError; ingest() then replays the delivery and finds this row.
-    return Incident.objects.create(
-        organization_id=org_id,
-        title=_title(payload),
+    return grouping.new_incident(
+        org_id,
         source=Incident.Source.ALERTMANAGER,
-        fingerprint=group_fingerprint(payload.group_key),
         group_key=payload.group_key,
+        fingerprint=group_fingerprint(payload.group_key),
+        title=_title(payload),
         started_at=first.starts_at,
         severity=first.severity,
     )
@@ -319,10 +293,15 @@ def _refresh_incident(incident: Incident, payload: ParsedPayload) -> None:
 
 def match_device(org_id: int, alerts: list[Alert]) -> Device | None:
     """The device named by the alerts' host labels (an `instance` loses its :port)."""
+    return device_for_labels(org_id, [alert.labels for alert in alerts])
+
+
+def device_for_labels(org_id: int, label_sets: Iterable[dict]) -> Device | None:
+    """The device a host label of any label set names (shared with the paging sources)."""
     names = set()
-    for alert in alerts:
+    for labels in label_sets:
         for key in DEVICE_LABELS:
-            value = alert.labels.get(key)
+            value = labels.get(key)
             if value:
                 names.add(value.rsplit(":", 1)[0] if key == "instance" else value)
     if not names:

@@ -1,0 +1,90 @@
+"""Grafana Alerting's webhook contact point into incidents: the group payload (version 1), its
+optional credentials and HMAC signature with or without a timestamp (docs/alerts.md)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from ops_app.models import AlertSource, Incident
+from tests.alerts.conftest import GRAFANA_HMAC, GRAFANA_TOKEN
+from tests.support.alert_senders import T0, grafana_alert, grafana_payload, send_grafana
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_firing_group_opens_an_incident_and_its_resolution_resolves_it(client, org, grafana_source):
+    firing = send_grafana(client, grafana_source, grafana_payload(), token=GRAFANA_TOKEN)
+    assert firing.status_code == 200, firing.body
+    incident = Incident.objects.get(organization=org)
+    assert (incident.source, incident.title, incident.severity) == (
+        "grafana",
+        "Checkout 5xx above 5%",
+        "critical",
+    )
+    assert incident.external_url == "https://grafana.example/alerting/grafana/rule-uid/view"
+    assert incident.started_at == T0
+    resolved = grafana_payload(grafana_alert("resolved", ends_at=T0.replace(hour=11)))
+    assert send_grafana(client, grafana_source, resolved, token=GRAFANA_TOKEN).status_code == 200
+    incident.refresh_from_db()
+    assert incident.status == "resolved"
+
+
+def test_the_worst_severity_of_the_group_wins(client, org, grafana_source):
+    body = grafana_payload(
+        grafana_alert(severity="warning"), grafana_alert(fingerprint="b2", severity="high")
+    )
+    send_grafana(client, grafana_source, body, token=GRAFANA_TOKEN)
+    assert Incident.objects.get().severity == "high"
+
+
+def test_a_repeated_notification_of_the_same_state_is_a_duplicate(client, org, grafana_source):
+    assert send_grafana(client, grafana_source, grafana_payload(), token=GRAFANA_TOKEN).body["status"] == "ok"
+    again = send_grafana(client, grafana_source, grafana_payload(), token=GRAFANA_TOKEN)
+    assert again.body["status"] == "duplicate"
+
+
+@pytest.mark.parametrize("token", [None, "not-the-token"], ids=["no-auth", "wrong-token"])
+def test_the_bearer_token_is_required_when_set(client, org, grafana_source, token):
+    assert send_grafana(client, grafana_source, grafana_payload(), token=token).status_code == 401
+    assert not Incident.objects.exists()
+
+
+@pytest.fixture
+def signed_source(org) -> AlertSource:
+    return AlertSource.objects.create(
+        organization=org, name="grafana-hmac", kind="grafana", signing_secret=GRAFANA_HMAC
+    )
+
+
+@pytest.mark.parametrize("timestamp", [False, True], ids=["body", "timestamp-and-body"])
+def test_the_hmac_signature_is_checked(client, org, signed_source, timestamp):
+    good = send_grafana(
+        client, signed_source, grafana_payload(), hmac_secret=GRAFANA_HMAC, timestamp=timestamp
+    )
+    assert good.status_code == 200, good.body
+    bad = send_grafana(
+        client, signed_source, grafana_payload(group_key="other"), hmac_secret="wrong", timestamp=timestamp
+    )
+    assert bad.status_code == 401
+    assert Incident.objects.filter(organization=org).count() == 1
+
+
+def test_an_old_signed_timestamp_is_a_replay(client, org, signed_source):
+    stale = int(time.time()) - 3600
+    delivery = send_grafana(
+        client, signed_source, grafana_payload(), hmac_secret=GRAFANA_HMAC, timestamp=stale
+    )
+    assert delivery.status_code == 401 and "Timestamp" in delivery.body["error"]
+    assert not Incident.objects.exists()
+
+
+def test_an_unsigned_delivery_to_a_signed_source_is_refused(client, org, signed_source):
+    assert send_grafana(client, signed_source, grafana_payload()).status_code == 401
+
+
+def test_a_wrong_payload_version_is_a_400(client, org, grafana_source):
+    body = {**grafana_payload(), "version": "4"}
+    delivery = send_grafana(client, grafana_source, body, token=GRAFANA_TOKEN)
+    assert delivery.status_code == 400 and "version" in delivery.body["error"]
