@@ -127,7 +127,10 @@ async def deliver(row: SourceWriteback, now: datetime) -> bool:
     started, clock = timezone.now(), time.monotonic()
     try:
         await write(row)
-    except SourceAPIError as error:
+    except Exception as raised:  # noqa: BLE001 - any failure is one failed attempt, never a stuck row
+        error = raised if isinstance(raised, SourceAPIError) else SourceAPIError(type(raised).__name__)
+        if error is not raised:
+            log.exception("write-back %s: unexpected failure", row.pk)
         status = await sync_to_async(record_failure)(row, error, now)
         log.warning(
             "write-back %s (%s of incident %s to source %s) failed: %s; now %s",
