@@ -101,10 +101,6 @@ class AlertSourceForm(NameUniqueInOrganization, forms.ModelForm):
                 )
         elif data.get("mapping") in (None, ""):
             data["mapping"] = {}
-        if kind == Kind.PAGERDUTY and not self._has(data, "signing_secret"):
-            self.add_error(
-                "signing_secret", gettext("PagerDuty signs every delivery: paste the subscription's secret.")
-            )
         if kind == Kind.OPSGENIE and not self._has(data, "auth_token"):
             self.add_error(
                 "auth_token", gettext("Opsgenie signs nothing: set the token its custom header sends.")

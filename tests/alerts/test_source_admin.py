@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from ops_app.models import AlertSource
 from tests.alerts.conftest import MAPPING, PD_SECRET
+from tests.support.alert_senders import pagerduty_event, send_pagerduty
 
 pytestmark = pytest.mark.django_db
 PUBLIC = "https://ongrid.example.com"
@@ -61,11 +62,31 @@ def test_an_org_admin_adds_a_pagerduty_source_and_its_secret_is_never_shown_back
     assert "Write-back" in page and "Generic Webhooks (v3)" in page
 
 
-def test_a_pagerduty_source_without_its_secret_is_refused(admin_client, org):
-    response = _add(admin_client)
-    assert response.status_code == 200
-    assert "paste the subscription" in response.content.decode()
-    assert not AlertSource.objects.exists()
+def test_a_pagerduty_source_saved_before_its_secret_refuses_deliveries_until_it_is_pasted(admin_client, org):
+    assert _add(admin_client).status_code == 302  # saved first, to copy its URL into PagerDuty
+    source = AlertSource.objects.get(organization=org)
+    refused = send_pagerduty(admin_client, source, pagerduty_event(), secret="anything")
+    assert refused.status_code == 401 and "no signing secret yet" in refused.body["error"]
+    change = reverse("admin:ops_app_alertsource_change", args=[source.pk])
+    data = {
+        "name": source.name,
+        "enabled": "on",
+        "signing_secret": PD_SECRET,
+        "auth_username": "",
+        "auth_token": "",
+        "writeback": "summary",
+        "api_base_url": "",
+        "region": "us",
+        "api_key": "",
+        "from_email": "",
+    }
+    assert admin_client.post(change, data).status_code == 302
+    assert send_pagerduty(admin_client, source, pagerduty_event(), secret=PD_SECRET).status_code == 200
+    # Saving again with the secret box left blank keeps the stored secret.
+    data.update(signing_secret="", name="pagerduty-renamed")
+    assert admin_client.post(change, data).status_code == 302
+    source.refresh_from_db()
+    assert (source.name, source.signing_secret) == ("pagerduty-renamed", PD_SECRET)
 
 
 def test_a_bad_generic_mapping_is_refused_naming_the_bad_key(admin_client, org):

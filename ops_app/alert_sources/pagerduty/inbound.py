@@ -38,7 +38,7 @@ URGENCY_SEVERITY = {"high": Severity.HIGH, "low": Severity.WARNING}
 
 def verify_request(source: AlertSource, headers: Mapping[str, str], raw: bytes) -> None:
     if not source.signing_secret:
-        raise VerificationFailed("this source has no signing secret: paste the subscription's secret")
+        raise VerificationFailed("this source has no signing secret yet: paste the subscription's secret")
     header = headers.get(SIGNATURE_HEADER, "")
     candidates = [part.strip()[3:] for part in header.split(",") if part.strip().startswith("v1=")]
     if not candidates:
