@@ -183,3 +183,19 @@ def test_an_incident_without_a_source_or_key_queues_nothing(org, fake_pagerduty)
     keyless = pagerduty_source(org, fake_pagerduty, api_key="")
     end(finished_investigation(paged_incident(org, keyless, PD_INCIDENT)))
     assert not SourceWriteback.objects.exists()
+
+
+def test_an_auditor_finds_each_attempt_in_the_audit(org, auditor, client, fake_pagerduty):
+    source = pagerduty_source(org, fake_pagerduty)
+    incident = paged_incident(org, source, PD_INCIDENT)
+
+    end(finished_investigation(incident))
+    wait_row(incident, status="done")
+    client.force_login(auditor)
+    wait_until(lambda: AuditLog.objects.filter(tool="alert_source_writeback").exists(), 20.0, "the audit row")
+
+    listed = client.get("/api/audit/tool-calls/", {"tool": "alert_source_writeback"}).json()
+    [entry] = listed["results"]
+    assert entry["status"] == "ok" and entry["tool_class"] == "write"
+    page = client.get(reverse("audit-call", args=[entry["id"]]))
+    assert page.status_code == 200 and "alert_source_writeback" in page.content.decode()
