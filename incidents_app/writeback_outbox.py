@@ -29,7 +29,7 @@ from django.utils import timezone, translation
 from agents_app.api import run_in_background
 from audit_app.models import ToolStatus
 from audit_app.recorder import record_tool_call
-from incidents_app import writeback
+from incidents_app import runner, writeback
 from incidents_app.models import SourceWriteback
 from ops_app.alert_sources.grafana import api as grafana
 from ops_app.alert_sources.opsgenie import api as opsgenie
@@ -142,6 +142,7 @@ async def deliver(row: SourceWriteback, now: datetime) -> bool:
             status,
         )
         await _audit(row, started, clock, ToolStatus.ERROR, error.reason)
+        await _redraw(row)
         return False
     await sync_to_async(record_done)(row)
     log.info(
@@ -152,6 +153,7 @@ async def deliver(row: SourceWriteback, now: datetime) -> bool:
         row.source_id,
     )
     await _audit(row, started, clock, ToolStatus.OK, "")
+    await _redraw(row)
     return True
 
 
@@ -196,6 +198,11 @@ def panel_of(incident) -> tuple[str, int | None]:
             panel = str(notes.get("__panelId__") or notes.get("panelId") or "")
             return uid, int(panel) if panel.isdigit() else None
     return "", None
+
+
+async def _redraw(row: SourceWriteback) -> None:
+    """Open incident pages redraw their write-back block (a broken channel layer is logged)."""
+    await runner.publish(row.incident_id, {"event": "writeback", "kind": row.kind})
 
 
 async def _audit(row: SourceWriteback, started: datetime, clock: float, status: str, error: str) -> None:

@@ -5,15 +5,18 @@ carrying the key or what the vendor answered."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import pytest
-from asgiref.sync import async_to_sync
+from asgiref.sync import async_to_sync, sync_to_async
+from channels.testing import WebsocketCommunicator
 from django.urls import reverse
 
 from audit_app.models import AuditLog
 from incidents_app import writeback_outbox
 from incidents_app.models import SourceWriteback
+from ongrid_site.asgi import application
 from tests.support.alert_apis import OG_ALERT, PD_INCIDENT, grafana_source, opsgenie_source, pagerduty_source
 from tests.support.procs import wait_until
 from tests.support.writebacks import end, finished_investigation, grafana_alert, paged_incident, wait_row
@@ -199,3 +202,28 @@ def test_an_auditor_finds_each_attempt_in_the_audit(org, auditor, client, fake_p
     assert entry["status"] == "ok" and entry["tool_class"] == "write"
     page = client.get(reverse("audit-call", args=[entry["id"]]))
     assert page.status_code == 200 and "alert_source_writeback" in page.content.decode()
+
+
+async def test_an_open_incident_page_redraws_the_block_when_the_write_lands(
+    org, member, client, fake_pagerduty
+):
+    source = await sync_to_async(pagerduty_source)(org, fake_pagerduty)
+    incident = await sync_to_async(paged_incident)(org, source, PD_INCIDENT)
+    await sync_to_async(client.force_login)(member)
+    cookie = (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode())
+    socket = WebsocketCommunicator(
+        application,
+        f"/ws/incidents/{incident.pk}/",
+        headers=[(b"host", b"127.0.0.1"), (b"origin", b"http://127.0.0.1"), cookie],
+    )
+    assert (await socket.connect(timeout=5))[0]
+    first = await socket.receive_from(timeout=20)
+    assert 'id="writebacks"' in first and "Written back" not in first
+
+    await sync_to_async(end)(await sync_to_async(finished_investigation)(incident))
+
+    async with asyncio.timeout(20):
+        while "Written back to PagerDuty ✓" not in (frame := await socket.receive_from(timeout=20)):
+            pass
+    assert 'id="writebacks"' in frame and 'hx-swap-oob="true"' in frame
+    await socket.disconnect()
