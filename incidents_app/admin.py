@@ -1,8 +1,8 @@
 from django import forms
 from django.contrib import admin
 
-from incidents_app.models import Investigation, InvestigationPolicy
-from ops_app.admin.scoping import TenantScopedAdmin
+from incidents_app.models import Investigation, InvestigationPolicy, SourceWriteback
+from ops_app.admin.scoping import ReadOnlyTenantAdmin, TenantScopedAdmin
 
 
 @admin.register(InvestigationPolicy)
@@ -32,3 +32,13 @@ class InvestigationAdmin(TenantScopedAdmin):
 
     def has_add_permission(self, request):
         return False
+
+
+@admin.register(SourceWriteback)
+class SourceWritebackAdmin(ReadOnlyTenantAdmin):
+    """The writes back to alert sources with their outcome (docs/alerts.md): listed to see what
+    is pending or failed; the outbox is the only writer."""
+
+    list_display = ("pk", "incident", "source", "kind", "status", "attempts", "last_error", "next_attempt_at")
+    list_filter = ("status", "kind")
+    readonly_fields = [f.name for f in SourceWriteback._meta.fields]
