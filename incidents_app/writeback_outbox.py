@@ -190,9 +190,9 @@ async def _write_findings(row: SourceWriteback, text: str) -> None:
 
 def panel_of(incident) -> tuple[str, int | None]:
     """The dashboard and panel the incident's alerts carry (Grafana's __dashboardUid__ and
-    __panelId__ annotations), or ("", None) for an organization annotation."""
+    __panelId__, as annotations or labels), or ("", None) for an organization annotation."""
     for alert in incident.alerts.order_by("starts_at", "pk"):
-        notes = alert.annotations or {}
+        notes = {**(alert.labels or {}), **(alert.annotations or {})}
         uid = str(notes.get("__dashboardUid__") or notes.get("dashboardUID") or "")
         if uid:
             panel = str(notes.get("__panelId__") or notes.get("panelId") or "")

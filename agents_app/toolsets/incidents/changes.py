@@ -7,6 +7,8 @@ They run only once the review gate approved the call; each describes itself for 
 
 from __future__ import annotations
 
+import re
+
 from asgiref.sync import sync_to_async
 
 from agents_app.toolsets.alertmanager.handlers import create_silence
@@ -87,18 +89,37 @@ def _incident_for_silence(organization_id: int, incident_id: int) -> tuple[Incid
     )
     if incident is None:
         raise ToolError(f"incident {incident_id} not found in this organization")
-    return incident, [alert.labels or {} for alert in incident.alerts.all()]
+    label_sets = [alert.labels or {} for alert in incident.alerts.all()]
+    if not label_sets and incident.group_key:
+        label_sets = [group_labels(incident.group_key)]
+    return incident, label_sets
 
 
 def common_labels(label_sets: list[dict]) -> list[dict]:
     """Equality matchers on the labels every alert of the incident carries with the same value:
-    what silences this group and nothing narrower (the rule for Alertmanager and Grafana)."""
+    what silences this group and nothing narrower (the rule for Alertmanager and Grafana).
+    Internal labels (`__name__`, Grafana's `__dashboardUid__`…) are left out."""
     if not label_sets:
         return []
     shared = dict(label_sets[0])
     for labels in label_sets[1:]:
         shared = {name: value for name, value in shared.items() if labels.get(name) == value}
-    return [{"name": name, "value": str(value)} for name, value in sorted(shared.items())]
+    return [
+        {"name": name, "value": str(value)}
+        for name, value in sorted(shared.items())
+        if not name.startswith("__")
+    ]
+
+
+GROUP_LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+def group_labels(group_key: str) -> dict:
+    """The labels a notification group is grouped by, from its key: the last `{…}` of
+    Alertmanager's and Grafana's group keys (`{}/{…}:{alertname="X", team="y"}`). What a
+    Grafana incident has when Ongrid keeps no alert rows for it."""
+    tail = group_key.rsplit(":{", 1)[-1] if ":{" in group_key else ""
+    return {name: value.replace('\\"', '"') for name, value in GROUP_LABEL.findall(tail)}
 
 
 def _not_silenced(incident: Incident, why: str) -> dict:
