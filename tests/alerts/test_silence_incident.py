@@ -192,3 +192,13 @@ async def test_a_grafana_incident_without_alert_rows_is_silenced_by_its_group_la
         ("alertname", "CheckoutErrors"),
         ("team", 'pay "A"'),
     }
+
+
+def test_the_offline_reviewer_and_the_evaluations_treat_it_as_reaching_outside_ongrid():
+    """It lives in the incidents toolset (Ongrid's own records) but calls a paging tool: the
+    stand-in reviewer does not approve it, and evaluations answer it from recordings."""
+    from agents_app.llm.offline.tool_knowledge import is_approved_offline
+    from evals_app.runner import replayed_tools
+
+    assert is_approved_offline("acknowledge_incident") and not is_approved_offline("silence_incident")
+    assert "silence_incident" in replayed_tools() and "acknowledge_incident" not in replayed_tools()
