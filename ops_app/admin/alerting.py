@@ -167,7 +167,7 @@ class AlertSourceAdmin(TenantScopedAdmin):
     search_fields = ("name",)
 
     class Media:
-        js = ("vendor/htmx-2.0.11.min.js", "js/admin_copy.js")
+        js = ("vendor/htmx-2.0.11.min.js", "js/admin_htmx.js", "js/admin_copy.js")
 
     def get_readonly_fields(self, request, obj=None):
         fields = ["receiver", "setup", "mapping_preview", "last_delivery_at", "created_at"]

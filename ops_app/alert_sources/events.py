@@ -9,7 +9,8 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 
-from ops_app.estate.alertmanager import SEVERITY_ALIASES, PayloadError
+from ops_app.estate import alertmanager
+from ops_app.estate.alertmanager import SEVERITY_ALIASES
 from ops_app.models import Severity
 
 FIRING = "firing"
@@ -19,6 +20,11 @@ NOTE = "note"
 STATUSES = (FIRING, ACKNOWLEDGED, RESOLVED, NOTE)
 
 __all__ = ["STATUSES", "AlertEvent", "PayloadError", "VerificationFailed", "digest", "severity_of"]
+
+
+class PayloadError(alertmanager.PayloadError):
+    """The delivery is not what its source's kind sends (or its mapping cannot read it); the
+    message names the first problem. A ValueError, like Alertmanager's."""
 
 
 class VerificationFailed(Exception):
@@ -45,7 +51,12 @@ class AlertEvent:
     external_id: str = ""
     external_url: str = ""
     summary: str = ""
-    reopens: bool = False  # a firing event that reopens the group's resolved incident (PD reopened)
+    # When the source says it happened (None: unknown); a late event from before the group's
+    # resolve changes nothing.
+    occurred_at: dt.datetime | None = None
+    # A firing event that undoes an acknowledge or a resolve (PagerDuty reopened / unacknowledged,
+    # Opsgenie UnAcknowledge): the group's last resolved incident fires again.
+    reopens: bool = False
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:

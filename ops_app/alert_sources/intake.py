@@ -88,8 +88,12 @@ def _apply(source: AlertSource, incident_source: str, event: AlertEvent) -> Inci
     org_id = source.organization_id
     fingerprint = grouping.group_fingerprint(event.group_key, source)
     incident = grouping.open_incident(org_id, fingerprint, incident_source, source)
-    if incident is None and event.reopens:
-        incident = grouping.last_resolved_incident(org_id, fingerprint, incident_source, source)
+    if incident is None:
+        last = grouping.last_resolved_incident(org_id, fingerprint, incident_source, source)
+        if last is not None and _before_resolve(event, last):
+            return last  # a late event (a retry after a failure, out of order): recorded, no effect
+        if event.reopens:
+            incident = last
     if event.status == NOTE:
         return incident  # a note changes no state (and Ongrid's own notes come back as notes)
     if incident is None:
@@ -109,8 +113,12 @@ def _apply(source: AlertSource, incident_source: str, event: AlertEvent) -> Inci
     return incident
 
 
+def _before_resolve(event: AlertEvent, resolved: Incident) -> bool:
+    return bool(event.occurred_at and resolved.resolved_at and event.occurred_at <= resolved.resolved_at)
+
+
 def _update(incident: Incident, event: AlertEvent) -> None:
-    now = timezone.now()
+    now = event.occurred_at or timezone.now()
     Status = Incident.Status
     if event.status == FIRING and (event.reopens or incident.status == Status.RESOLVED):
         incident.status, incident.acknowledged_at, incident.resolved_at = Status.FIRING, None, None

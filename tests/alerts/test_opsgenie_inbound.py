@@ -24,20 +24,29 @@ def test_create_opens_an_incident_with_the_alerts_priority_and_tags(client, org,
     assert incident.summary == "Errors on the checkout service."
 
 
+NS = 1_777_629_600_000_000_000  # Opsgenie's updatedAt: nanoseconds
+
+
 def test_acknowledge_then_close_follow_and_a_note_changes_nothing(client, org, og_source):
-    send_opsgenie(client, og_source, opsgenie_event("Create", updated_at_ns=1), token=OG_TOKEN)
-    send_opsgenie(client, og_source, opsgenie_event("Acknowledge", updated_at_ns=2), token=OG_TOKEN)
+    send_opsgenie(client, og_source, opsgenie_event("Create", updated_at_ns=NS), token=OG_TOKEN)
+    send_opsgenie(client, og_source, opsgenie_event("Acknowledge", updated_at_ns=NS + 1), token=OG_TOKEN)
     incident = Incident.objects.get(organization=org)
     assert incident.status == "acknowledged"
     send_opsgenie(
-        client, og_source, opsgenie_event("AddNote", updated_at_ns=3, note="looking"), token=OG_TOKEN
+        client, og_source, opsgenie_event("AddNote", updated_at_ns=NS + 2, note="looking"), token=OG_TOKEN
     )
     incident.refresh_from_db()
     assert incident.status == "acknowledged"
-    send_opsgenie(client, og_source, opsgenie_event("Close", updated_at_ns=4), token=OG_TOKEN)
+    send_opsgenie(client, og_source, opsgenie_event("UnAcknowledge", updated_at_ns=NS + 3), token=OG_TOKEN)
+    incident.refresh_from_db()
+    assert incident.status == "firing"
+    send_opsgenie(
+        client, og_source, opsgenie_event("Close", updated_at_ns=NS + 4_000_000_000), token=OG_TOKEN
+    )
     incident.refresh_from_db()
     assert incident.status == "resolved"
-    assert AlertDelivery.objects.filter(source=og_source).count() == 4
+    assert incident.resolved_at.timestamp() == pytest.approx((NS + 4_000_000_000) / 1e9)
+    assert AlertDelivery.objects.filter(source=og_source).count() == 5
 
 
 def test_a_retried_delivery_is_a_duplicate(client, org, og_source):

@@ -77,6 +77,28 @@ def test_a_reopened_incident_is_the_same_incident_firing_again(client, org, pd_s
     assert (incident.status, incident.resolved_at) == ("firing", None)
 
 
+def test_late_events_from_before_the_resolve_open_nothing(client, org, pd_source):
+    """A trigger retried after PagerDuty got a 503, or an acknowledge delivered after the resolve:
+    both happened before the resolve, so neither opens a second incident."""
+    late_trigger = pagerduty_event("incident.triggered")
+    late_ack = pagerduty_event("incident.acknowledged")
+    send_pagerduty(client, pd_source, pagerduty_event("incident.triggered"), secret=PD_SECRET)
+    send_pagerduty(client, pd_source, pagerduty_event("incident.resolved"), secret=PD_SECRET)
+    for body in (late_ack, late_trigger):
+        delivery = send_pagerduty(client, pd_source, body, secret=PD_SECRET)
+        assert (delivery.status_code, delivery.body["status"]) == (200, "ok")
+    incident = Incident.objects.get(organization=org)
+    assert incident.status == "resolved"
+    assert AlertDelivery.objects.filter(source=pd_source, incident=incident).count() == 4
+
+
+def test_an_unacknowledged_incident_fires_again(client, org, pd_source):
+    for event_type in ("incident.triggered", "incident.acknowledged", "incident.unacknowledged"):
+        send_pagerduty(client, pd_source, pagerduty_event(event_type), secret=PD_SECRET)
+    incident = Incident.objects.get(organization=org)
+    assert (incident.status, incident.acknowledged_at) == ("firing", None)
+
+
 def test_another_pagerduty_incident_is_another_incident(client, org, pd_source):
     send_pagerduty(client, pd_source, pagerduty_event(incident_id="Q1AAA"), secret=PD_SECRET)
     send_pagerduty(client, pd_source, pagerduty_event(incident_id="Q2BBB", priority="P3"), secret=PD_SECRET)

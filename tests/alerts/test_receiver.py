@@ -135,3 +135,50 @@ def test_a_low_severity_page_is_not_investigated_by_the_default_policy(
     send_pagerduty(client, pd_source, pagerduty_event(priority="P4"), secret=PD_SECRET)
     assert Incident.objects.get().severity == "info"
     assert not Investigation.objects.exists()
+
+
+@pytest.fixture
+def refusing_deliveries():
+    """PostgreSQL itself refuses to store delivery rows with the given SQLSTATE (a real database
+    fault, injected with a trigger), until the test lifts it."""
+    if connection.vendor != "postgresql":
+        pytest.skip("the fault is injected with a PostgreSQL trigger")
+    installed = []
+
+    def refuse(sqlstate: str) -> None:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "CREATE OR REPLACE FUNCTION ongrid_test_refuse() RETURNS trigger AS $$ BEGIN "
+                f"RAISE EXCEPTION 'injected fault' USING ERRCODE = '{sqlstate}'; END $$ LANGUAGE plpgsql"
+            )
+            cursor.execute(
+                "CREATE TRIGGER ongrid_test_refuse BEFORE INSERT ON ops_app_alertdelivery "
+                "FOR EACH ROW EXECUTE FUNCTION ongrid_test_refuse()"
+            )
+        installed.append(True)
+
+    def lift() -> None:
+        with connection.cursor() as cursor:
+            cursor.execute("DROP TRIGGER IF EXISTS ongrid_test_refuse ON ops_app_alertdelivery")
+            cursor.execute("DROP FUNCTION IF EXISTS ongrid_test_refuse()")
+
+    refuse.lift = lift
+    yield refuse
+    if installed:
+        lift()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("sqlstate", ["40001", "57P03"], ids=["keeps-losing-races", "database-unavailable"])
+def test_database_trouble_asks_the_sender_to_retry_and_the_retry_loses_nothing(
+    client, org, pd_source, refusing_deliveries, sqlstate
+):
+    raw = encode(pagerduty_event())
+    refusing_deliveries(sqlstate)
+    refused = send_pagerduty(client, pd_source, raw, secret=PD_SECRET)
+    assert refused.status_code == 503 and "retry" in refused.body["error"]
+    assert not Incident.objects.exists()  # the whole delivery rolled back
+    refusing_deliveries.lift()
+    retried = send_pagerduty(client, pd_source, raw, secret=PD_SECRET)
+    assert (retried.status_code, retried.body["status"]) == (200, "ok")
+    assert Incident.objects.filter(organization=org).count() == 1

@@ -85,5 +85,7 @@ def parse(data: object, source: AlertSource) -> list[AlertEvent]:
             started_at=parse_time(alert.get("createdAt"), "alert.createdAt"),
             external_id=alert_id,
             summary=text(alert.get("note") if status == NOTE else alert.get("description"), 2000),
+            occurred_at=parse_time(updated, "alert.updatedAt"),
+            reopens=action == "UnAcknowledge",
         )
     ]

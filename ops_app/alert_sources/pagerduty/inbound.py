@@ -81,7 +81,8 @@ def parse(data: object, source: AlertSource) -> list[AlertEvent]:
             external_id=incident_id,
             external_url=text(incident.get("html_url"), 1000),
             summary=text(body.get("content"), 2000) if status == NOTE else "",
-            reopens=event_type == "incident.reopened",
+            occurred_at=parse_time(event.get("occurred_at"), "event.occurred_at"),
+            reopens=event_type in ("incident.reopened", "incident.unacknowledged"),
         )
     ]
 
