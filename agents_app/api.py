@@ -38,7 +38,7 @@ from agents_app.toolsets.control.manifest import AGENT_TOOL
 from agents_app.toolsets.incidents.manifest import ACKNOWLEDGE_INCIDENT, GET_INCIDENT_DETAIL, RESOLVE_INCIDENT
 from agents_app.toolsets.names import control_tools
 from agents_app.toolsets.prometheus.manifest import QUERY_PROMQL
-from agents_app.toolsets.registry import load_builtin_tools, redirects, toolset_of
+from agents_app.toolsets.registry import backend_of, load_builtin_tools, redirects, toolset_of
 from agents_app.toolsets.submissions.manifest import SUBMIT_FINDING, SUBMIT_REPORT
 
 __all__ = [
@@ -85,6 +85,7 @@ __all__ = [
     "control_tools",
     "redirects",
     "toolset_of",
+    "backend_of",
     "AGENT_TOOL",
     "ACKNOWLEDGE_INCIDENT",
     "GET_INCIDENT_DETAIL",

@@ -20,12 +20,12 @@ from django.contrib.auth import get_user_model
 
 from agents_app.api import (
     Replay,
+    backend_of,
     control_tools,
     get_runtime,
     load_builtin_tools,
     redirects,
     replaying,
-    toolset_of,
 )
 from chat_app import services
 from chat_app.models import Channel
@@ -38,9 +38,10 @@ from evals_app.scenarios import Scenario
 
 def replayed_tools() -> frozenset[str]:
     """The built-in tools answered from the recordings: those of toolsets reaching outside Ongrid
-    (telemetry, host commands, Alertmanager silences). Tools over the estate loaded into the
-    organization (its incidents, devices, knowledge) run for real."""
-    return frozenset(name for name in load_builtin_tools() if toolset_of(name).backend != "ongrid")
+    (telemetry, host commands, Alertmanager silences, an incident silenced in its paging tool).
+    Tools over the estate loaded into the organization (its incidents, devices, knowledge) run
+    for real."""
+    return frozenset(name for name in load_builtin_tools() if backend_of(name) != "ongrid")
 
 
 def known_tools() -> set[str]:

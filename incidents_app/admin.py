@@ -9,6 +9,7 @@ from incidents_app.models import (
     NotificationChannel,
     NotificationDelivery,
     NotificationRule,
+    SourceWriteback,
 )
 from ops_app.admin.scoping import ReadOnlyTenantAdmin, TenantScopedAdmin
 
@@ -113,3 +114,13 @@ class NotificationDeliveryAdmin(ReadOnlyTenantAdmin):
         "sent_at",
     )
     readonly_fields = fields
+
+
+@admin.register(SourceWriteback)
+class SourceWritebackAdmin(ReadOnlyTenantAdmin):
+    """The writes back to alert sources with their outcome (docs/alerts.md): listed to see what
+    is pending or failed; the outbox is the only writer."""
+
+    list_display = ("pk", "incident", "source", "kind", "status", "attempts", "last_error", "next_attempt_at")
+    list_filter = ("status", "kind")
+    readonly_fields = [f.name for f in SourceWriteback._meta.fields]

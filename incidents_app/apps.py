@@ -7,6 +7,6 @@ class IncidentsAppConfig(AppConfig):
 
     def ready(self) -> None:
         # Imported here: the hooks use models, which load after app configs.
-        from incidents_app import hooks
+        from incidents_app import hooks, writeback  # noqa: F401 - writeback's receivers connect on import
 
         hooks.connect()

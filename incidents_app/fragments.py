@@ -15,7 +15,7 @@ from django.utils.translation import gettext as _
 
 from audit_app.models import AuditLog
 from audit_app.queries import can_audit
-from incidents_app import actions, wording
+from incidents_app import actions, wording, writeback
 from incidents_app.access import may_act
 from incidents_app.changes import likely_cause, what_changed
 from incidents_app.models import current_report, newest_first
@@ -197,10 +197,10 @@ def change_link(organization_id: int, change) -> str:
 def live_fragments(incident_id: int, viewer: Viewer) -> str:
     """What the page's socket redraws on each progress event, as out-of-band swaps: the
     investigation block (`#investigation`), the timeline and the past investigations, and the
-    pressed changes with the buttons (`#actions`), since an approved one changes the status."""
+    pressed changes with the buttons (`#actions`), since an approved one changes the status, and
+    the writes back to the alert source (`#writebacks`)."""
     incident = Incident.objects.get(pk=incident_id)
-    context = {**report_context(incident, viewer), "oob": True}
+    context = {**report_context(incident, viewer), "oob": True, "writebacks": writeback.page_lines(incident)}
     context.update(timeline_context(incident, context["steps"]))
-    return "".join(
-        render_to_string(f"incidents/{name}.html", context) for name in ("_report", "_timeline", "_actions")
-    )
+    names = ("_report", "_timeline", "_actions", "_writebacks")
+    return "".join(render_to_string(f"incidents/{name}.html", context) for name in names)

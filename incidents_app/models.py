@@ -222,6 +222,71 @@ class IncidentAction(TenantModel):
         ordering = ["created_at", "id"]
 
 
+class SourceWriteback(TenantModel):
+    """One write to the paging tool an incident came from (docs/alerts.md, "Writing findings
+    back"): an investigation's findings as a note or annotation, or an Acknowledge / Resolve done
+    in Ongrid mirrored there. Written once per investigation and kind (or per incident for the
+    mirrored states), then delivered by `incidents_app.writeback_outbox` with retries; the row
+    keeps the outcome the incident page and the audit show, never the key or what the vendor
+    answered (an HTTP status or an error class only)."""
+
+    class Kind(models.TextChoices):
+        NOTE = "note", _("findings")
+        ACKNOWLEDGE = "acknowledge", _("acknowledge")
+        RESOLVE = "resolve", _("resolve")
+
+    class Status(models.TextChoices):
+        PENDING = "pending", _("pending")
+        DONE = "done", _("written")
+        FAILED = "failed", _("failed")
+        REFUSED = "refused", _("refused by the egress policy")
+
+    incident = models.ForeignKey(
+        Incident, verbose_name=_("incident"), on_delete=models.CASCADE, related_name="writebacks"
+    )
+    investigation = models.ForeignKey(
+        Investigation,
+        verbose_name=_("investigation"),
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="writebacks",
+    )
+    source = models.ForeignKey(
+        "ops_app.AlertSource", verbose_name=_("alert source"), on_delete=models.CASCADE, related_name="+"
+    )
+    kind = models.CharField(verbose_name=_("kind"), max_length=12, choices=Kind.choices)
+    status = models.CharField(
+        verbose_name=_("status"), max_length=10, choices=Status.choices, default=Status.PENDING, db_index=True
+    )
+    attempts = models.PositiveIntegerField(verbose_name=_("attempts"), default=0)
+    next_attempt_at = models.DateTimeField(verbose_name=_("next attempt at"), db_index=True)
+    claimed_until = models.DateTimeField(verbose_name=_("claimed until"), null=True, blank=True)
+    last_error = models.CharField(verbose_name=_("last error"), max_length=120, blank=True)
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
+    done_at = models.DateTimeField(verbose_name=_("written at"), null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("write-back to an alert source")
+        verbose_name_plural = _("write-backs to alert sources")
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["investigation", "kind"],
+                condition=models.Q(investigation__isnull=False),
+                name="writeback_once_per_investigation",
+            ),
+            models.UniqueConstraint(
+                fields=["incident", "kind"],
+                condition=models.Q(kind__in=["acknowledge", "resolve"]),
+                name="writeback_state_once_per_incident",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} of incident {self.incident_id} to {self.source_id} ({self.status})"
+
+
 # The alert-time notifications' models live beside their code (incidents_app/alerting/).
 from incidents_app.alerting.models import (  # noqa: E402
     NotificationChannel,
@@ -236,4 +301,5 @@ __all__ = [
     "NotificationChannel",
     "NotificationDelivery",
     "NotificationRule",
+    "SourceWriteback",
 ]

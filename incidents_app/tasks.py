@@ -1,7 +1,8 @@
-"""Celery task of the scale-out shape: one investigation per task."""
+"""Celery tasks of the scale-out shape: one investigation per task, and the write-back drain."""
 
 from __future__ import annotations
 
+from asgiref.sync import async_to_sync
 from celery import shared_task
 
 from agents_app.api import run_on_worker_loop
@@ -23,3 +24,12 @@ def drain_notifications_task() -> int:
     from incidents_app.alerting.drain import drain_once
 
     return drain_once()
+
+
+@shared_task(name="incidents_app.drain_writebacks")
+def drain_writebacks_task() -> int:
+    """Write the due findings and mirrored states back to the alert sources (a beat task, and kicked
+    when a row is queued); rows are claimed, so overlapping runs write each once."""
+    from incidents_app.writeback_outbox import drain_once
+
+    return async_to_sync(drain_once)()

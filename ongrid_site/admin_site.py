@@ -22,6 +22,7 @@ GROUPS = (
             "agents_app.mutatingproposal",
             "incidents_app.investigationpolicy",
             "incidents_app.investigation",
+            "incidents_app.sourcewriteback",
         ),
     ),
     (

@@ -13,7 +13,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from agents_app.api import reap_at_startup, remember_main_loop, run_in_background  # noqa: E402
 from im_app import redelivery  # noqa: E402
-from incidents_app import startup  # noqa: E402
+from incidents_app import startup, writeback_outbox  # noqa: E402
 from ongrid_site.origins import ExactOriginValidator  # noqa: E402
 from ongrid_site.routing import websocket_urlpatterns  # noqa: E402
 from ops_app import cluster_collector  # noqa: E402
@@ -41,4 +41,6 @@ async def application(scope, receive, send):
             run_in_background(embedded_scheduler.scheduler_loop())
         if cluster_collector.should_run_embedded():
             run_in_background(cluster_collector.collector_loop())
+        if writeback_outbox.embedded():
+            run_in_background(writeback_outbox.writeback_loop())  # findings to the alert sources
     await router(scope, receive, send)

@@ -204,6 +204,8 @@ CELERY_BEAT_SCHEDULE = {
     "redeliver-im-outbox": {"task": "im_app.redeliver", "schedule": 15.0},
     # Sends and retries the alert notifications (docs/alerts.md); rows are claimed.
     "drain-alert-notifications": {"task": "incidents_app.drain_notifications", "schedule": 15.0},
+    # Writes findings and mirrored states back to the alert sources, with retries (docs/alerts.md).
+    "drain-source-writebacks": {"task": "incidents_app.drain_writebacks", "schedule": 15.0},
 }
 if CONFIG.k8s_changes_interval > 0:
     # Rollouts and ConfigMap changes of the organizations' clusters (docs/kubernetes.md).

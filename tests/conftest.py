@@ -26,6 +26,8 @@ pytest_plugins = [
     "tests.support.egress",
     "tests.support.kubernetes",
     "tests.support.gate",
+    "tests.support.alert_apis",
+    "tests.support.writebacks",
 ]
 
 

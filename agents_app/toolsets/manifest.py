@@ -73,6 +73,9 @@ class ToolSpec:
     also_redirects: tuple[str, ...] = ()
     scope: Scope = "agents"
     offline: OfflineHints = field(default_factory=OfflineHints)
+    # What this tool reaches when it differs from its toolset's backend (a write of an "ongrid"
+    # toolset that also calls a system outside Ongrid); None: the toolset's.
+    backend: Backend | None = None
 
     @property
     def mutates(self) -> bool:

@@ -109,6 +109,14 @@ def toolset_of(name: str) -> Toolset | None:
     return next((item.toolset for item in loaded() if any(s.name == name for s in item.toolset.tools)), None)
 
 
+def backend_of(name: str) -> str | None:
+    """What the tool `name` reaches: its own backend when it declares one, else its toolset's."""
+    toolset, declared = toolset_of(name), spec(name)
+    if toolset is None or declared is None:
+        return None
+    return declared.backend or toolset.backend
+
+
 def datasource_kinds() -> dict[str, str]:
     """Tool name -> the data-source kind its `datasource` argument picks."""
     return {name: s.datasource for name, s in specs().items() if s.datasource}

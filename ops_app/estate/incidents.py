@@ -12,6 +12,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from ops_app.estate.change_events import Actor
+from ops_app.estate.signals import incident_state_changed
 from ops_app.models import ChangeEvent, Incident
 
 
@@ -88,7 +89,15 @@ def _transition(incident_id: int, organization_id: int, actor: Actor, note: str,
             before=before,
             after={"status": target},
         )
+        transaction.on_commit(lambda: _announce(organization_id, incident.pk, target))
         return incident
+
+
+def _announce(organization_id: int, incident_id: int, status: str) -> None:
+    """Tell the surfaces (a receiver's failure is theirs: it never undoes the committed change)."""
+    incident_state_changed.send_robust(
+        sender=Incident, organization_id=organization_id, incident_id=incident_id, status=status
+    )
 
 
 def open_manual(

@@ -250,6 +250,7 @@ EXPECTED_TOOLS = {
         "query_devices",
         "acknowledge_incident",
         "resolve_incident",
+        "silence_incident",
     },
     "specialist-sre": {
         "query_promql",

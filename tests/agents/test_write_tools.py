@@ -290,6 +290,7 @@ def test_every_write_tool_is_gated_and_asks_for_a_reason(tools):
         "host_restart_service",
         "acknowledge_incident",
         "resolve_incident",
+        "silence_incident",
         "create_silence",
         "k8s_rollout_restart",
         "k8s_rollout_undo",

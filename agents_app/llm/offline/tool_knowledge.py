@@ -8,7 +8,7 @@ parameters); the few facts it needs beyond them are each tool's `offline` hints
 from __future__ import annotations
 
 from agents_app.toolsets.manifest import OfflineHints
-from agents_app.toolsets.registry import specs, toolset_of
+from agents_app.toolsets.registry import backend_of, specs
 
 
 def hints(name: str) -> OfflineHints:
@@ -36,8 +36,7 @@ def is_control_tool(name: str) -> bool:
 
 def is_approved_offline(name: str) -> bool:
     """The offline reviewer approves a held call of a write that changes only Ongrid's own records."""
-    toolset = toolset_of(name)
-    return toolset is not None and toolset.backend == "ongrid" and specs()[name].mutates
+    return backend_of(name) == "ongrid" and specs()[name].mutates
 
 
 def tool_for(role: str) -> str:

@@ -110,9 +110,35 @@ RESOLVE_INCIDENT = ToolSpec(
     tool_class="write",
 )
 
+SILENCE_INCIDENT_MAX_MINUTES = 24 * 60
+SILENCE_INCIDENT = ToolSpec(
+    "silence_incident",
+    "Quiet an incident's paging for a while where it came from: snooze it in PagerDuty or Opsgenie, "
+    "or silence its alerts' common labels in Grafana Alerting or Alertmanager. Says so when the "
+    "incident's source cannot be silenced. Reviewed before it runs.",
+    {
+        "type": "object",
+        "properties": {
+            "incident_id": {"type": "integer", "minimum": 1, "description": "From query_incidents."},
+            "minutes": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": SILENCE_INCIDENT_MAX_MINUTES,
+                "default": 60,
+                "description": "How long (default 60).",
+            },
+            "reason": REASON,
+        },
+        "required": ["incident_id", "reason"],
+        "additionalProperties": False,
+    },
+    tool_class="write",
+    backend="external",  # it reaches the paging tool or Alertmanager, not only Ongrid's records
+)
+
 TOOLSET = Toolset(
     "incidents",
-    "Incidents, their alerts and alerting rules: search, detail, correlation, acknowledge, resolve",
+    "Incidents, their alerts and alerting rules: search, detail, correlation, acknowledge, resolve, silence",
     (
         QUERY_INCIDENTS,
         GET_ACTIVE_INCIDENTS,
@@ -121,6 +147,7 @@ TOOLSET = Toolset(
         QUERY_ALERT_RULES,
         ACKNOWLEDGE_INCIDENT,
         RESOLVE_INCIDENT,
+        SILENCE_INCIDENT,
     ),
     backend="ongrid",
     handlers=("queries", "changes"),
