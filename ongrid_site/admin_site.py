@@ -22,7 +22,6 @@ GROUPS = (
             "agents_app.mutatingproposal",
             "incidents_app.investigationpolicy",
             "incidents_app.investigation",
-            "incidents_app.sourcewriteback",
         ),
     ),
     (
@@ -42,7 +41,19 @@ GROUPS = (
     (
         "integrations",
         _("Integrations"),
-        ("ops_app.datasource", "ops_app.llmendpoint", "ops_app.mcpserver", "ops_app.alertmanagerreceiver"),
+        ("ops_app.datasource", "ops_app.llmendpoint", "ops_app.mcpserver"),
+    ),
+    (
+        "alerts",
+        _("Alerts"),
+        (
+            "ops_app.alertmanagerreceiver",
+            "ops_app.alertsource",
+            "incidents_app.notificationrule",
+            "incidents_app.notificationchannel",
+            "incidents_app.notificationdelivery",
+            "incidents_app.sourcewriteback",
+        ),
     ),
     ("chat-apps", _("Chat apps"), ("im_app.imapp", "im_app.imidentity", "im_app.outboxmessage")),
     (

@@ -13,7 +13,9 @@ from django.utils import translation
 
 pytestmark = pytest.mark.django_db
 
-ORG_ADMIN_GROUPS = ["Agents", "Estate", "Integrations", "Chat apps", "Schedules", "Audit", "Access"]
+ORG_ADMIN_GROUPS = [
+    "Agents", "Estate", "Integrations", "Alerts", "Chat apps", "Schedules", "Audit", "Access"
+]  # fmt: skip
 THIRD_PARTY = (
     "Access attempts",
     "Access logs",
@@ -48,6 +50,7 @@ def test_the_index_is_grouped_by_what_an_admin_does(client, org_admin):
     page = client.get("/admin/").content.decode()
     assert headings(page) == ORG_ADMIN_GROUPS
     assert rows(page, "Integrations")[:3] == ["Data sources", "LLM endpoints", "MCP servers"]
+    assert rows(page, "Alerts")[:2] == ["Alertmanager receivers", "Alert sources"]
     assert rows(page, "Chat apps")[0] == "IM apps"
     assert rows(page, "Agents")[0] == "User agents"
     assert 'href="/admin/ops_app/datasource/"' in page  # the URLs stay Django's
