@@ -101,6 +101,11 @@ class AlertSourceForm(NameUniqueInOrganization, forms.ModelForm):
                 )
         elif data.get("mapping") in (None, ""):
             data["mapping"] = {}
+        if kind == Kind.GRAFANA and not (self._has(data, "auth_token") or self._has(data, "signing_secret")):
+            self.add_error(
+                "auth_token",
+                gettext("Set an auth token or a signing secret, and the same in Grafana's contact point."),
+            )
         if kind == Kind.OPSGENIE and not self._has(data, "auth_token"):
             self.add_error(
                 "auth_token", gettext("Opsgenie signs nothing: set the token its custom header sends.")

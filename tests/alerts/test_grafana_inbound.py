@@ -51,6 +51,15 @@ def test_the_bearer_token_is_required_when_set(client, org, grafana_source, toke
     assert not Incident.objects.exists()
 
 
+def test_a_source_with_neither_token_nor_secret_takes_no_delivery(client, org):
+    """Its URL alone (which proxies log) must not be enough to open incidents."""
+    bare = AlertSource.objects.create(organization=org, name="grafana-bare", kind="grafana")
+    delivery = send_grafana(client, bare, grafana_payload())
+    assert delivery.status_code == 401
+    assert "neither an auth token nor a signing secret" in delivery.body["error"]
+    assert not Incident.objects.exists()
+
+
 @pytest.fixture
 def signed_source(org) -> AlertSource:
     return AlertSource.objects.create(

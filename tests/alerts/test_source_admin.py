@@ -89,6 +89,14 @@ def test_a_pagerduty_source_saved_before_its_secret_refuses_deliveries_until_it_
     assert (source.name, source.signing_secret) == ("pagerduty-renamed", PD_SECRET)
 
 
+def test_a_grafana_source_needs_a_token_or_a_signing_secret(admin_client, org):
+    refused = _add(admin_client, name="grafana", kind="grafana")
+    assert refused.status_code == 200
+    assert "Set an auth token or a signing secret" in refused.content.decode()
+    assert not AlertSource.objects.exists()
+    assert _add(admin_client, name="grafana", kind="grafana", signing_secret="hmac-1").status_code == 302
+
+
 def test_a_bad_generic_mapping_is_refused_naming_the_bad_key(admin_client, org):
     response = _add(
         admin_client, name="uptime", kind="generic", auth_token="tok", mapping='{"group_key": "id"}'

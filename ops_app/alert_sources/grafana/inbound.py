@@ -31,6 +31,8 @@ LINK_ANNOTATIONS = ("__dashboardUid__", "__panelId__", "__alertRuleUID__")
 
 
 def verify_request(source: AlertSource, headers: Mapping[str, str], raw: bytes) -> None:
+    if not source.auth_token and not source.signing_secret:
+        raise VerificationFailed("this source has neither an auth token nor a signing secret")
     verify.check_credentials(source, headers)
     if not source.signing_secret:
         return
