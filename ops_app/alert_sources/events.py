@@ -19,7 +19,15 @@ RESOLVED = "resolved"
 NOTE = "note"
 STATUSES = (FIRING, ACKNOWLEDGED, RESOLVED, NOTE)
 
-__all__ = ["STATUSES", "AlertEvent", "PayloadError", "VerificationFailed", "digest", "severity_of"]
+__all__ = [
+    "STATUSES",
+    "AlertEvent",
+    "AlertInstance",
+    "PayloadError",
+    "VerificationFailed",
+    "digest",
+    "severity_of",
+]
 
 
 class PayloadError(alertmanager.PayloadError):
@@ -30,6 +38,19 @@ class PayloadError(alertmanager.PayloadError):
 class VerificationFailed(Exception):
     """The request is not from the source's sender (bad signature, wrong token, no credentials).
     The message names what was wrong, never the expected value."""
+
+
+@dataclass(frozen=True)
+class AlertInstance:
+    """One alert of a group, as its source identifies it (a Grafana alert instance)."""
+
+    fingerprint: str
+    status: str  # FIRING or RESOLVED
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    starts_at: dt.datetime
+    ends_at: dt.datetime | None = None
+    generator_url: str = ""
 
 
 @dataclass(frozen=True)
@@ -57,6 +78,9 @@ class AlertEvent:
     # A firing event that undoes an acknowledge or a resolve (PagerDuty reopened / unacknowledged,
     # Opsgenie UnAcknowledge): the group's last resolved incident fires again.
     reopens: bool = False
+    # The group's alert instances when the source sends them (Grafana); empty: the group is one
+    # alert, drawn from the event itself. Kept as the incident's alerts, like Alertmanager's.
+    instances: tuple[AlertInstance, ...] = ()
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:

@@ -17,11 +17,19 @@ from dataclasses import dataclass, field
 from django.db import DatabaseError, transaction
 from django.utils import timezone
 
-from ops_app.alert_sources.events import ACKNOWLEDGED, FIRING, NOTE, RESOLVED, AlertEvent
+from ops_app.alert_sources.events import (
+    ACKNOWLEDGED,
+    FIRING,
+    NOTE,
+    RESOLVED,
+    AlertEvent,
+    AlertInstance,
+    severity_of,
+)
 from ops_app.alert_sources.registry import KINDS
 from ops_app.estate import grouping
 from ops_app.estate.alertmanager import SERVICE_LABELS, device_for_labels
-from ops_app.models import AlertDelivery, AlertSource, Incident
+from ops_app.models import Alert, AlertDelivery, AlertSource, Incident
 
 log = logging.getLogger(__name__)
 KEEP_DELIVERIES = dt.timedelta(days=7)  # replays come within hours; older ids are forgotten
@@ -110,6 +118,7 @@ def _apply(source: AlertSource, incident_source: str, event: AlertEvent) -> Inci
             severity=event.severity,
         )
     _update(incident, event)
+    _record_alerts(source, incident, event)
     return incident
 
 
@@ -141,6 +150,58 @@ def _update(incident: Incident, event: AlertEvent) -> None:
     if incident.device_id is None:
         incident.device = device_for_labels(incident.organization_id, [event.labels])
     incident.save()
+
+
+def _record_alerts(source: AlertSource, incident: Incident, event: AlertEvent) -> None:
+    """The group's alerts kept as the incident's, as Alertmanager's are: the incident page lists
+    them, and the investigator, the silence and Grafana's annotations read their labels. Each
+    instance the source sent (Grafana), else one alert standing for the whole group."""
+    for instance in event.instances:
+        _keep_alert(source, incident, instance, event.title)
+    if not event.instances:
+        _keep_alert(source, incident, _group_alert(incident, event), event.title, whole_group=True)
+
+
+def _group_alert(incident: Incident, event: AlertEvent) -> AlertInstance:
+    annotations = {"summary": incident.title}
+    if incident.summary:
+        annotations["description"] = incident.summary[:2000]
+    return AlertInstance(
+        fingerprint=incident.fingerprint,
+        status=RESOLVED if incident.status == Incident.Status.RESOLVED else FIRING,
+        labels=dict(event.labels),
+        annotations=annotations,
+        starts_at=incident.started_at,
+        ends_at=incident.resolved_at if incident.status == Incident.Status.RESOLVED else None,
+        generator_url=incident.external_url,
+    )
+
+
+def _keep_alert(
+    source: AlertSource, incident: Incident, instance: AlertInstance, title: str, whole_group: bool = False
+) -> None:
+    """Create or update one alert row. Its fingerprint is prefixed with the source's id, so two
+    sources (or an Alertmanager) sending the same labels never share a row. The alert standing
+    for a whole group is found by its incident too: the group's start can move earlier."""
+    org_id = source.organization_id
+    fingerprint = f"s{source.pk}:{instance.fingerprint}"[:64]
+    rows = Alert.objects.select_for_update().filter(organization_id=org_id, fingerprint=fingerprint)
+    alert = rows.filter(starts_at=instance.starts_at).first()
+    if alert is None and whole_group:
+        alert = rows.filter(incident=incident).order_by("-starts_at").first()
+    if alert is None:
+        alert = Alert(organization_id=org_id, fingerprint=fingerprint)
+    alert.incident = incident
+    alert.starts_at = instance.starts_at
+    alert.name = (instance.labels.get("alertname") or title or "alert")[:200]
+    alert.status = instance.status
+    alert.severity = severity_of(instance.labels.get("severity"), default=incident.severity)
+    alert.labels = instance.labels
+    alert.annotations = instance.annotations
+    link = instance.generator_url
+    alert.generator_url = link[:1000] if link.startswith(("https://", "http://")) else ""
+    alert.ends_at = instance.ends_at if instance.status == RESOLVED else None
+    alert.save()
 
 
 def bounded(payload: object, limit: int = LAST_PAYLOAD_BYTES) -> object:

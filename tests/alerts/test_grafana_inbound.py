@@ -97,3 +97,41 @@ def test_a_wrong_payload_version_is_a_400(client, org, grafana_source):
     body = {**grafana_payload(), "version": "4"}
     delivery = send_grafana(client, grafana_source, body, token=GRAFANA_TOKEN)
     assert delivery.status_code == 400 and "version" in delivery.body["error"]
+
+
+def test_each_alert_instance_is_kept_with_its_own_labels_as_the_incidents_alerts(client, org, grafana_source):
+    """The page lists them and the investigator, the silence and the annotation read them."""
+    body = grafana_payload(
+        grafana_alert(fingerprint="aaaa000000000001", pod="checkout-7d9f-x1"),
+        grafana_alert(fingerprint="aaaa000000000002", pod="checkout-7d9f-x2", severity="warning"),
+    )
+    assert send_grafana(client, grafana_source, body, token=GRAFANA_TOKEN).status_code == 200
+    incident = Incident.objects.get(organization=org)
+    alerts = list(incident.alerts.order_by("labels__pod"))
+    assert [(a.labels["pod"], a.severity, a.status) for a in alerts] == [
+        ("checkout-7d9f-x1", "critical", "firing"),
+        ("checkout-7d9f-x2", "warning", "firing"),
+    ]
+    assert alerts[0].annotations["__dashboardUid__"] == "abc123"
+    assert alerts[0].generator_url == "https://grafana.example/alerting/grafana/rule-uid/view"
+    # The group resolves one instance: that alert alone is resolved, still one row each.
+    resolved = grafana_payload(
+        grafana_alert(
+            "resolved", fingerprint="aaaa000000000001", ends_at=T0.replace(hour=11), pod="checkout-7d9f-x1"
+        ),
+        grafana_alert(fingerprint="aaaa000000000002", pod="checkout-7d9f-x2", severity="warning"),
+    )
+    assert send_grafana(client, grafana_source, resolved, token=GRAFANA_TOKEN).status_code == 200
+    assert sorted(incident.alerts.values_list("labels__pod", "status")) == [
+        ("checkout-7d9f-x1", "resolved"),
+        ("checkout-7d9f-x2", "firing"),
+    ]
+
+
+def test_two_sources_with_the_same_alert_fingerprint_keep_separate_alerts(client, org, grafana_source):
+    other = AlertSource.objects.create(organization=org, name="grafana-2", kind="grafana", auth_token="t-2")
+    send_grafana(client, grafana_source, grafana_payload(), token=GRAFANA_TOKEN)
+    send_grafana(client, other, grafana_payload(), token="t-2")
+    incidents = Incident.objects.filter(organization=org)
+    assert incidents.count() == 2
+    assert [i.alerts.count() for i in incidents] == [1, 1]

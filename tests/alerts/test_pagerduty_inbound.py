@@ -63,6 +63,14 @@ def test_triggered_then_acknowledged_then_resolved_moves_the_incident_along(clie
     incident.refresh_from_db()
     assert incident.status == "resolved" and incident.resolved_at is not None
     assert Incident.objects.filter(organization=org).count() == 1
+    # One alert stands for the PagerDuty incident, as the incident page and the investigator read it.
+    alert = incident.alerts.get()
+    assert (alert.name, alert.status, alert.labels["service"]) == (
+        "Checkout 5xx above 5%",
+        "resolved",
+        "checkout",
+    )
+    assert alert.generator_url == "https://acme.pagerduty.com/incidents/Q1ABC2DEF"
 
 
 def test_an_acknowledge_whose_trigger_was_lost_still_opens_the_incident_acknowledged(client, org, pd_source):

@@ -14,6 +14,7 @@ from ops_app.alert_sources.events import (
     FIRING,
     RESOLVED,
     AlertEvent,
+    AlertInstance,
     PayloadError,
     VerificationFailed,
     digest,
@@ -101,8 +102,25 @@ def parse(data: object, source: AlertSource) -> list[AlertEvent]:
             external_id=group_key[:200],
             external_url=text(first.get("generatorURL") or data.get("externalURL"), 1000),
             summary=(common_annotations.get("description") or text(data.get("message"), 2000))[:2000],
+            instances=tuple(
+                _alert(raw, found) for raw, found in zip(alerts, instances, strict=True) if found["starts_at"]
+            ),
         )
     ]
+
+
+def _alert(raw: dict, found: dict) -> AlertInstance:
+    """The instance as the incident's alert (its own labels, annotations and rule link)."""
+    ends_at = parse_time(raw.get("endsAt"), "endsAt") if found["status"] == RESOLVED else None
+    return AlertInstance(
+        fingerprint=found["fingerprint"] or digest(sorted(found["labels"].items()))[7:23],
+        status=found["status"],
+        labels=found["labels"],
+        annotations=string_labels(raw.get("annotations")),
+        starts_at=found["starts_at"],
+        ends_at=ends_at,
+        generator_url=text(raw.get("generatorURL"), 1000),
+    )
 
 
 def _instance(index: int, raw: dict) -> dict:
