@@ -35,7 +35,12 @@ from agents_app.tools.replay import MATCHERS, Recording, Replay, replaying
 from agents_app.tools.toolbag import build_toolbag
 from agents_app.toolsets.contract import Tool, ToolContext, ToolError
 from agents_app.toolsets.control.manifest import AGENT_TOOL
-from agents_app.toolsets.incidents.manifest import ACKNOWLEDGE_INCIDENT, GET_INCIDENT_DETAIL, RESOLVE_INCIDENT
+from agents_app.toolsets.incidents.manifest import (
+    ACKNOWLEDGE_INCIDENT,
+    GET_INCIDENT_DETAIL,
+    RESOLVE_INCIDENT,
+    SILENCE_INCIDENT,
+)
 from agents_app.toolsets.names import control_tools
 from agents_app.toolsets.prometheus.manifest import QUERY_PROMQL
 from agents_app.toolsets.registry import backend_of, load_builtin_tools, redirects, toolset_of
@@ -90,6 +95,7 @@ __all__ = [
     "ACKNOWLEDGE_INCIDENT",
     "GET_INCIDENT_DETAIL",
     "RESOLVE_INCIDENT",
+    "SILENCE_INCIDENT",
     "QUERY_PROMQL",
     "SUBMIT_REPORT",
     "SUBMIT_FINDING",

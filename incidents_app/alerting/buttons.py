@@ -9,14 +9,14 @@ import logging
 
 from django.utils.translation import gettext as _
 
-from agents_app.api import CallRefused
+from agents_app.api import SILENCE_INCIDENT, CallRefused
 from incidents_app import investigations, runner, transitions
 from incidents_app.access import may_act
 from incidents_app.alerting import triggers
 from ops_app.models import Incident
 
 log = logging.getLogger(__name__)
-SILENCE_TOOL = "silence_incident"
+SILENCE_TOOL = SILENCE_INCIDENT.name
 SILENCE_MINUTES = 60
 VERBS = ("acknowledge", "investigate", "silence")
 

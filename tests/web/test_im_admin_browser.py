@@ -50,7 +50,9 @@ def test_a_slack_app_is_added_per_platform_its_url_copied_and_tested_on_the_form
 ):
     page.goto(public_daphne + "/admin/")
     captions = page.locator("#content-main caption a").evaluate_all("links => links.map(a => a.textContent)")
-    assert captions == ["Agents", "Estate", "Integrations", "Chat apps", "Schedules", "Audit", "Access"]
+    assert captions == [
+        "Agents", "Estate", "Integrations", "Alerts", "Chat apps", "Schedules", "Audit", "Access"
+    ]  # fmt: skip
     screenshot(page, "admin-index")
     page.locator("#content-main").get_by_role("link", name="IM apps").click()
     page.get_by_role("link", name="Add IM app").click()
