@@ -11,12 +11,12 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from asgiref.sync import sync_to_async
-from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import get_language
 
 from im_app.models import IMApp, LateDelivery, OutboxMessage
 from im_app.thread import Buttons
+from ops_app.core import retry_rows
 
 GIVE_UP_AFTER = timedelta(hours=24)  # a row still undelivered this long after it was queued fails
 FIRST_PAUSE = timedelta(seconds=30)  # the pause after the first failed redelivery; doubles each time
@@ -55,23 +55,12 @@ aenqueue = sync_to_async(enqueue)
 
 def due(now: datetime, limit: int = 50) -> list[int]:
     """Ids of the pending rows whose next attempt is due and nobody holds."""
-    rows = (
-        OutboxMessage.objects.filter(status=LateDelivery.PENDING, next_attempt_at__lte=now)
-        .filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
-        .order_by("next_attempt_at", "pk")
-        .values_list("pk", flat=True)[:limit]
-    )
-    return list(rows)
+    return retry_rows.due(OutboxMessage.objects.filter(status=LateDelivery.PENDING), now, limit)
 
 
 def claim(pk: int, now: datetime) -> OutboxMessage | None:
     """The row, if this caller won it (compare-and-set on its claim); None if another did first."""
-    won = (
-        OutboxMessage.objects.filter(pk=pk, status=LateDelivery.PENDING, next_attempt_at__lte=now)
-        .filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
-        .update(claimed_until=now + LEASE)
-    )
-    if not won:
+    if not retry_rows.claim(OutboxMessage.objects.filter(status=LateDelivery.PENDING), pk, now, LEASE):
         return None
     return OutboxMessage.objects.select_related("app").get(pk=pk)
 
@@ -105,4 +94,4 @@ def record_failure(row: OutboxMessage, reason: str, now: datetime) -> str:
 
 def backoff(attempts: int) -> timedelta:
     """30 s, 1 min, 2 min, ... capped at 15 min: about 100 tries in a day."""
-    return min(FIRST_PAUSE * (2 ** max(attempts - 1, 0)), LONGEST_PAUSE)
+    return retry_rows.backoff(attempts, FIRST_PAUSE, LONGEST_PAUSE)

@@ -23,7 +23,6 @@ from datetime import datetime, timedelta
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db.models import Q
 from django.utils import timezone, translation
 
 from agents_app.api import run_in_background
@@ -35,6 +34,7 @@ from ops_app.alert_sources.grafana import api as grafana
 from ops_app.alert_sources.opsgenie import api as opsgenie
 from ops_app.alert_sources.pagerduty import api as pagerduty
 from ops_app.alert_sources.rest import SourceAPIError
+from ops_app.core import retry_rows
 from ops_app.models import AlertSource
 
 log = logging.getLogger(__name__)
@@ -54,23 +54,12 @@ _started = False
 
 
 def due(now: datetime, limit: int = 50) -> list[int]:
-    rows = (
-        SourceWriteback.objects.filter(status=Status.PENDING, next_attempt_at__lte=now)
-        .filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
-        .order_by("next_attempt_at", "pk")
-        .values_list("pk", flat=True)[:limit]
-    )
-    return list(rows)
+    return retry_rows.due(SourceWriteback.objects.filter(status=Status.PENDING), now, limit)
 
 
 def claim(pk: int, now: datetime) -> SourceWriteback | None:
     """The row, if this caller won it (compare-and-set on its claim); None if another did first."""
-    won = (
-        SourceWriteback.objects.filter(pk=pk, status=Status.PENDING, next_attempt_at__lte=now)
-        .filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
-        .update(claimed_until=now + LEASE)
-    )
-    if not won:
+    if not retry_rows.claim(SourceWriteback.objects.filter(status=Status.PENDING), pk, now, LEASE):
         return None
     return SourceWriteback.objects.select_related("source", "incident", "investigation__incident").get(pk=pk)
 
@@ -106,7 +95,7 @@ def record_failure(row: SourceWriteback, error: SourceAPIError, now: datetime) -
 
 def backoff(attempts: int) -> timedelta:
     """30 s, 1 min, 2 min, ... capped at 15 min: about 30 tries in six hours."""
-    return min(FIRST_PAUSE * (2 ** max(attempts - 1, 0)), LONGEST_PAUSE)
+    return retry_rows.backoff(attempts, FIRST_PAUSE, LONGEST_PAUSE)
 
 
 # --- one write ---------------------------------------------------------------------------------------

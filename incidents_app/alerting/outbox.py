@@ -9,10 +9,10 @@ import datetime as dt
 import logging
 
 from django.db import transaction
-from django.db.models import Q
 
 from incidents_app.alerting import clock, rules
 from incidents_app.alerting.models import NotificationChannel, NotificationDelivery, NotificationRule
+from ops_app.core import retry_rows
 from ops_app.models import Incident
 
 log = logging.getLogger(__name__)
@@ -151,23 +151,12 @@ def queue_updates(incident_id: int, *, report: bool) -> list[int]:
 
 
 def due(now: dt.datetime, limit: int = 50) -> list[int]:
-    rows = (
-        NotificationDelivery.objects.filter(status=Status.PENDING, next_attempt_at__lte=now)
-        .filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
-        .order_by("next_attempt_at", "pk")
-        .values_list("pk", flat=True)[:limit]
-    )
-    return list(rows)
+    return retry_rows.due(NotificationDelivery.objects.filter(status=Status.PENDING), now, limit)
 
 
 def claim(pk: int, now: dt.datetime) -> NotificationDelivery | None:
     """The row if this caller won it (compare-and-set on its claim), else None."""
-    won = (
-        NotificationDelivery.objects.filter(pk=pk, status=Status.PENDING, next_attempt_at__lte=now)
-        .filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
-        .update(claimed_until=now + LEASE)
-    )
-    if not won:
+    if not retry_rows.claim(NotificationDelivery.objects.filter(status=Status.PENDING), pk, now, LEASE):
         return None
     return NotificationDelivery.objects.select_related("channel", "incident").get(pk=pk)
 
@@ -199,7 +188,7 @@ def record_failure(row: NotificationDelivery, reason: str, now: dt.datetime, *, 
 
 def backoff(attempts: int) -> dt.timedelta:
     """30 s, 1 min, 2 min, … capped at 15 min."""
-    return min(FIRST_PAUSE * (2 ** max(attempts - 1, 0)), LONGEST_PAUSE)
+    return retry_rows.backoff(attempts, FIRST_PAUSE, LONGEST_PAUSE)
 
 
 def collected_for(digest: NotificationDelivery) -> list[NotificationDelivery]:
