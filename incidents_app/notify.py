@@ -7,8 +7,6 @@ so the receiver can check the body came from Ongrid untouched (docs/investigatio
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import logging
 
@@ -20,6 +18,7 @@ from incidents_app.models import Investigation
 from incidents_app.policy import policy_for
 from ops_app.core import outbound
 from ops_app.core.egress import EgressRefused
+from ops_app.core.encryption import hmac_hex
 
 log = logging.getLogger(__name__)
 WEBHOOK_TIMEOUT = 5.0
@@ -62,7 +61,7 @@ def summary_of(investigation: Investigation) -> dict:
 
 
 def sign(body: bytes, secret: str) -> str:
-    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    return "sha256=" + hmac_hex(secret, body)
 
 
 @receiver(investigation_finished, dispatch_uid="ongrid-investigation-webhook")

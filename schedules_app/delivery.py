@@ -16,7 +16,6 @@ a short reason, never the receiver's answer.
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import json
 import logging
@@ -32,6 +31,7 @@ from django.utils import translation
 from chat_app.signals import schedule_delivered
 from ops_app.core import outbound
 from ops_app.core.egress import EgressRefused
+from ops_app.core.encryption import hmac_hex
 from ops_app.models import Membership
 from schedules_app.models import Schedule
 
@@ -65,7 +65,7 @@ class Message:
 
 
 def sign(secret: str, body: bytes) -> str:
-    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    return "sha256=" + hmac_hex(secret, body)
 
 
 def verify(secret: str, body: bytes, header: str) -> bool:

@@ -6,16 +6,12 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import hmac
 from collections.abc import Iterable, Mapping
 
 from ops_app.alert_sources.events import VerificationFailed
+from ops_app.core.encryption import hmac_hex
 from ops_app.models import AlertSource
-
-
-def hmac_hex(secret: str, message: bytes) -> str:
-    return hmac.new(secret.encode(), message, hashlib.sha256).hexdigest()
 
 
 def signature_matches(secret: str, message: bytes, candidates: Iterable[str]) -> bool:

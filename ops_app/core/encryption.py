@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import hmac
 import secrets
 from dataclasses import dataclass
 
@@ -110,6 +111,12 @@ def new_token(prefix: str) -> str:
 
 def token_digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
+
+
+def hmac_hex(secret: str, message: bytes) -> str:
+    """HMAC-SHA256 of `message` under `secret`, in hex: what Ongrid's signed webhooks carry
+    (`X-Ongrid-Signature: sha256=<this>`) and what alert sources' signatures are checked against."""
+    return hmac.new(secret.encode(), message, hashlib.sha256).hexdigest()
 
 
 # --- the model field ----------------------------------------------------------------------------
