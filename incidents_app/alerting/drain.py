@@ -13,6 +13,7 @@ import logging
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.db import connection
 
 from agents_app.api import run_in_background
 from incidents_app.alerting import clock, outbox, sending
@@ -35,6 +36,16 @@ def drain_once(now: dt.datetime | None = None) -> int:
     return sent
 
 
+def _drain_on_own_thread() -> int:
+    """A pass off the process's one thread for sync calls: a chat platform or a webhook that takes
+    its whole timeout must not hold every other sync call of the process behind it. The thread's
+    database connection is closed afterwards."""
+    try:
+        return drain_once()
+    finally:
+        connection.close()
+
+
 def embedded() -> bool:
     return settings.ONGRID_EXECUTOR != "celery"
 
@@ -54,7 +65,7 @@ async def drain_pass() -> None:
     pass is set for DRAIN_EVERY seconds later. With nothing left no timer runs: the next queued
     row starts the passes again."""
     try:
-        await sync_to_async(drain_once)()
+        await sync_to_async(_drain_on_own_thread, thread_sensitive=False)()
     except Exception:  # noqa: BLE001 - logged; the next pass tries again
         log.exception("notification pass failed")
     try:
