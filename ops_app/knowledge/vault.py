@@ -256,21 +256,37 @@ def safe_filename(name: str) -> str:
 
 
 def save_document(
-    organization: Organization | int, *, kind: str, source: str, title: str, content: str
+    organization: Organization | int,
+    *,
+    kind: str,
+    source: str,
+    title: str,
+    content: str,
+    url: str = "",
+    repository_id: int | None = None,
+    incident_id: int | None = None,
 ) -> tuple[KnowledgeDocument, bool]:
-    """Store the document's text. Returns (document, changed); unchanged text writes nothing."""
+    """Store the document's text. Returns (document, changed); unchanged text writes nothing.
+
+    `url`, `repository_id` and `incident_id` say where a document comes from (a Git repository's
+    file, a past incident's page); they are part of what "unchanged" compares."""
     org_id = organization if isinstance(organization, int) else organization.pk
     digest = content_hash(title, content)
     existing = KnowledgeDocument.objects.filter(
         organization_id=org_id, source_kind=kind, source=source
     ).first()
-    if existing is not None and existing.content_hash == digest:
+    links = {"url": url[:1000], "repository_id": repository_id, "incident_id": incident_id}
+    if (
+        existing is not None
+        and existing.content_hash == digest
+        and all(getattr(existing, name) == value for name, value in links.items())
+    ):
         return existing, False
     document, _ = KnowledgeDocument.objects.update_or_create(
         organization_id=org_id,
         source_kind=kind,
         source=source,
-        defaults={"title": title, "content": content, "content_hash": digest},
+        defaults={"title": title, "content": content, "content_hash": digest, **links},
     )
     return document, True
 
@@ -303,9 +319,13 @@ def index_document(document_id: int) -> int:
         return len(chunks)
 
 
-def ingest(organization: Organization | int, *, kind: str, source: str, title: str, content: str) -> dict:
+def ingest(
+    organization: Organization | int, *, kind: str, source: str, title: str, content: str, **links
+) -> dict:
     """Save and index in one go (what the Celery task runs). Reports what happened."""
-    document, changed = save_document(organization, kind=kind, source=source, title=title, content=content)
+    document, changed = save_document(
+        organization, kind=kind, source=source, title=title, content=content, **links
+    )
     if not changed and document.is_indexed:
         return {"document_id": document.pk, "status": "unchanged", "passages": document.passages.count()}
     passages = index_document(document.pk)
@@ -353,14 +373,20 @@ def sync_vault(organization: Organization | int, directory: Path) -> VaultReport
 
 @dataclass(frozen=True)
 class Hit:
+    """One retrieved passage. `passage` is the matching excerpt (never the whole document); `why`
+    says which list found it: "full-text", "semantic" or "both"."""
+
     document_id: int
     title: str
     source: str
     source_kind: str
     heading: str
     score: float
-    snippet: str
+    passage: str
     passage_id: int
+    url: str = ""
+    language: str = ""
+    why: str = "full-text"
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -377,27 +403,57 @@ class PassageView:
     source_kind: str
     heading: str
     text: str
+    url: str = ""
+    language: str = ""
 
 
-def search(organization_id: int, query: str, top_k: int = 5) -> list[Hit]:
-    """The best passages of the organization's knowledge for `query`, scores in 0..1."""
+# What `kinds=` filters on: a runbook is anything that is not a past incident.
+KIND_SOURCES = {
+    "runbook": (
+        KnowledgeDocument.Source.VAULT,
+        KnowledgeDocument.Source.UPLOAD,
+        KnowledgeDocument.Source.REPOSITORY,
+    ),
+    "past-incident": (KnowledgeDocument.Source.PAST_INCIDENT,),
+}
+
+
+def source_kinds_for(kinds: list[str] | tuple[str, ...] | None) -> list[str] | None:
+    """The document source kinds behind `kinds` (None: every kind)."""
+    if not kinds:
+        return None
+    return sorted({source for kind in kinds for source in KIND_SOURCES[kind]})
+
+
+def passage_views(organization_id: int, ids: list[int]) -> list[PassageView]:
+    """The passages `ids` of the organization, as ranking sees them (one query)."""
+    rows = (
+        KnowledgePassage.objects.filter(organization_id=organization_id, pk__in=ids)
+        .select_related("document")
+        .only("id", "heading", "text", "document__id", "document__title", "document__source",
+              "document__source_kind", "document__url", "document__language")
+    )  # fmt: skip
+    return [
+        PassageView(p.pk, p.document_id, p.document.title, p.document.source, p.document.source_kind,
+                    p.heading, p.text, p.document.url, p.document.language)
+        for p in rows
+    ]  # fmt: skip
+
+
+def search(organization_id: int, query: str, top_k: int = 5, kinds: list[str] | None = None) -> list[Hit]:
+    """The best passages of the organization's knowledge for `query` by full-text, scores in 0..1.
+
+    `kinds` ("runbook", "past-incident") restricts the documents searched."""
     words = query_words(query)
     if not words:
         return []
     ids = fulltext.candidates(connection, organization_id, words, CANDIDATE_LIMIT)
     if not ids:
         return []
-    rows = (
-        KnowledgePassage.objects.filter(organization_id=organization_id, pk__in=ids)
-        .select_related("document")
-        .only("id", "heading", "text", "document__id", "document__title", "document__source",
-              "document__source_kind")
-    )  # fmt: skip
-    views = [
-        PassageView(p.pk, p.document_id, p.document.title, p.document.source, p.document.source_kind,
-                    p.heading, p.text)
-        for p in rows
-    ]  # fmt: skip
+    views = passage_views(organization_id, ids)
+    allowed = source_kinds_for(kinds)
+    if allowed is not None:
+        views = [v for v in views if v.source_kind in allowed]
     total = KnowledgePassage.objects.filter(organization_id=organization_id).count()
     return rank(words, views, total)[:top_k]
 
@@ -434,7 +490,16 @@ def rank(words: list[str], passages: list[PassageView], total_passages: int) -> 
     scored.sort(key=lambda item: (item[0], item[1], item[2]), reverse=True)
     return [
         Hit(
-            p.document_id, p.title, p.source, p.source_kind, p.heading, score, _snippet(p.text, matched), p.id
+            p.document_id,
+            p.title,
+            p.source,
+            p.source_kind,
+            p.heading,
+            score,
+            _snippet(p.text, matched),
+            p.id,
+            p.url,
+            p.language,
         )
         for score, _, _, p, matched in scored
     ]

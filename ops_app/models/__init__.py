@@ -28,7 +28,7 @@ from ops_app.models.estate import (
     TopologyEdge,
     TopologyNode,
 )
-from ops_app.models.knowledge import KnowledgeDocument, KnowledgePassage
+from ops_app.models.knowledge import KnowledgeDocument, KnowledgePassage, VaultRepository
 from ops_app.models.integrations import (
     MCP_NAME,
     ClusterObjectState,
@@ -67,4 +67,5 @@ __all__ = [
     "TenantQuerySet",
     "TopologyEdge",
     "TopologyNode",
+    "VaultRepository",
 ]

@@ -240,6 +240,18 @@ class LLMEndpoint(TenantModel):
     is_default = models.BooleanField(
         verbose_name=_("default"), default=True, help_text=_("The endpoint the organization's agents use.")
     )
+    embedding_model = models.CharField(
+        verbose_name=_("embedding model"),
+        max_length=200,
+        blank=True,
+        help_text=_(
+            "e.g. text-embedding-3-small or nomic-embed-text. When set (on the default endpoint), the "
+            "knowledge vault is also searched by meaning; blank for full-text search only."
+        ),
+    )
+    embedding_error = models.CharField(
+        verbose_name=_("last embedding error"), max_length=300, blank=True, editable=False
+    )
     created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
     updated_at = models.DateTimeField(verbose_name=_("updated at"), auto_now=True)
 

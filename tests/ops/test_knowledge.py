@@ -158,7 +158,7 @@ async def test_query_knowledge_tool_returns_titles_sources_scores_snippets(vault
     top = result["results"][0]
     assert top["title"] == "Runbook: out of memory (OOM killer)" and top["source"] == "oom.md"
     assert top["score"] >= result["follow_threshold"] == 0.6
-    assert "oom" in top["snippet"].lower() or "killed" in top["snippet"].lower()
+    assert "oom" in top["passage"].lower() or "killed" in top["passage"].lower()
     assert tool.tool_class == "read"
     with pytest.raises(ToolError, match="non-empty"):
         await tool.handler(ToolContext(organization_id=vault_org.id), query="  ")
