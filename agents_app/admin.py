@@ -133,6 +133,8 @@ class UserAgentAdmin(TenantScopedAdmin):
                     form.add_error(None, message)
             else:
                 messages.success(request, gettext("Imported agent %(name)s.") % {"name": repr(agent.name)})
+                for note in agent.import_notes:  # how a Claude Code file was read
+                    messages.info(request, note)
                 return redirect(reverse("admin:agents_app_useragent_change", args=[agent.pk]))
         context = {
             **self.admin_site.each_context(request),

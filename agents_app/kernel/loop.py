@@ -26,6 +26,7 @@ from agents_app import metrics
 from agents_app.kernel.events import Error, EventSink, Final, Retrying, TextDelta, ToolEnd, ToolStart
 from agents_app.kernel.prompt import compose_system_prompt, system_reminder
 from agents_app.llm.base import LLMCompletion, LLMDelta, LLMError, LLMProvider, LLMRetrying, ToolCall
+from agents_app.llm.model_aliases import resolve_model
 from agents_app.personas.schema import Persona, Skill
 from agents_app.tools.cancel import CancelToken, Stopped
 from agents_app.tools.invoke import ToolOutcome, invoke_tool, record_not_run, record_unknown_tool
@@ -92,7 +93,8 @@ class _AgentRun:
         self.sink: EventSink = sink
         self.cancel: CancelToken = cancel
         self.catalog = catalog if persona.is_coordinator else None
-        self.model: str = model or persona.model or provider.default_model()
+        # Resolved again here, where the request is sent: an alias never reaches the endpoint.
+        self.model: str = resolve_model(model or persona.model, provider, None)
         self.system = compose_system_prompt(base_prompt, persona, list(skills), self.catalog)
         self.tools = {tool.name: tool for tool in tools}
         self.schemas = [tool.schema() for tool in tools]

@@ -64,5 +64,6 @@ async def aget_provider(model_hint: str | None, organization_id: int | None) -> 
         retry_after_max=settings.CONFIG.llm_retry_after_max,
     )
     provider.endpoint = endpoint.name
+    provider.model_aliases = dict(endpoint.model_aliases or {})  # `model: sonnet` -> one of its models
     provider.timeout_setting = f"the timeout of LLM endpoint {endpoint.name!r}"
     return provider

@@ -23,6 +23,8 @@ import yaml
 from django.utils.translation import gettext as _
 from django.utils.translation import pgettext
 
+from agents_app.personas import claude_code
+
 PERMISSION_MODES = ("read-only", "mutating-with-confirm", "dual-sign-required")
 COORDINATOR = "default"
 REVIEWER = "reviewer"
@@ -56,6 +58,8 @@ class Persona:
     extra: dict[str, Any] = field(default_factory=dict)  # unknown front-matter keys, kept
     source: str = "builtin"  # builtin | mounted | user
     path: str | None = None
+    # How a Claude Code file's keys, tools, modes and model were read (claude_code.normalize).
+    import_notes: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def is_coordinator(self) -> bool:
@@ -284,7 +288,15 @@ def check_name(name: str, path: str | None = None) -> str:
 def persona_from_mapping(
     meta: dict, body: str = "", source: str = "builtin", path: str | None = None
 ) -> Persona:
-    """Build and check a persona from front-matter keys (also used for user agents)."""
+    """Build and check a persona from front-matter keys (also used for user agents).
+
+    Claude Code spellings (camelCase keys, its tool names and permission modes, no `when_to_use`)
+    are read first as the Ongrid keys they mean; `Persona.import_notes` says what was mapped.
+    """
+    try:
+        meta, notes = claude_code.normalize(meta)
+    except claude_code.DuplicateKeyError as exc:
+        raise PersonaError(str(exc), path) from None
     name = check_name(_text(meta, "name", path, required=True), path)
     mode = meta.get("permission_mode", "read-only")
     if mode is None:
@@ -316,6 +328,7 @@ def persona_from_mapping(
         extra={key: value for key, value in meta.items() if key not in KNOWN_KEYS},
         source=source,
         path=path,
+        import_notes=tuple(notes),
     )
 
 

@@ -17,7 +17,7 @@ from django.db.models.signals import post_delete, post_save
 from django.utils.translation import gettext as _
 
 from agents_app.models import RegistryVersion, UserAgent
-from agents_app.personas import registry
+from agents_app.personas import claude_code, registry
 from agents_app.personas.schema import (
     COORDINATOR,
     KNOWN_KEYS,
@@ -112,7 +112,7 @@ def field_errors(agent: UserAgent, user=None) -> dict[str, list[str]]:
     if not isinstance(agent.extra or {}, dict):
         add("extra", _("Must be a mapping of keys to values."))
     else:
-        clashing = sorted(key for key in agent.extra or {} if key in KNOWN_KEYS)
+        clashing = sorted(key for key in agent.extra or {} if key in KNOWN_KEYS or key in claude_code.ALIASES)
         if clashing:
             add("extra", _("These keys have their own fields: %(keys)s.") % {"keys": ", ".join(clashing)})
     if not errors:
@@ -140,7 +140,8 @@ def import_markdown(text: str, organization, user, *, overwrite: bool = False) -
     """Create (or with `overwrite`, update) the user agent a persona file describes.
 
     Raises ValidationError with a human message for a malformed file or an invalid persona;
-    nothing is written then.
+    nothing is written then. The returned row's `import_notes` (not stored: the row itself is the
+    canonical reading) say how a Claude Code file was read, for the admin to show once.
     """
     try:
         persona = parse_persona(text, source="user", path=_("uploaded file"))
@@ -158,6 +159,7 @@ def import_markdown(text: str, organization, user, *, overwrite: bool = False) -
         setattr(agent, key, value)
     validate(agent, user)
     agent.save()
+    agent.import_notes = list(persona.import_notes)
     return agent
 
 

@@ -13,7 +13,7 @@ import asyncio
 import functools
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from channels.layers import get_channel_layer
 from django.db import Error as DatabaseError
@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from agents_app.kernel.loop import AgentResult, run_agent
 from agents_app.llm import aget_provider
+from agents_app.llm.model_aliases import resolve_model
 from agents_app.models import RequestedCall
 from agents_app.personas.catalog import agent_catalog
 from agents_app.personas.registry import aget_registry, get_skill_registry
@@ -154,7 +155,7 @@ class Runtime:
             cancel=token,
             skills=self._skills(persona),
             catalog=catalog,
-            model=persona.model,
+            model=resolve_model(persona.model, provider, None),
             recorder=_recorder_for(provider),
             language_line=reminder_line(language),
         )
@@ -324,6 +325,7 @@ class Runtime:
                 available = await organization_tools(worker.organization_id)
                 tools = build_toolbag(persona, available, coordinator=False)
             provider = await aget_provider(persona.model, worker.organization_id)
+            persona = replace(persona, model=await _worker_model(persona, parent, provider))
             await services.amark_running(worker.pk)
             await publisher.publish(events.WorkerStatus(worker.pk, status=SessionStatus.RUNNING))
             outcome = await drive(worker, persona, prompt, publisher, token, tools, provider)
@@ -569,6 +571,14 @@ class Runtime:
             control_tools.send_message_tool(session, publisher),
             control_tools.task_stop_tool(self, session),
         ]
+
+
+async def _worker_model(persona: Persona, parent: ChatSession, provider) -> str:
+    """The real model a worker runs on: its persona's alias resolved on the organization's
+    endpoint, `inherit` meaning the model of the agent that dispatched it (the parent session's)."""
+    caller = (await aget_registry(parent.organization_id)).by_name(parent.agent_id or COORDINATOR)
+    caller_model = resolve_model(caller.model if caller else None, provider, None)
+    return resolve_model(persona.model, provider, caller_model)
 
 
 def _recorder_for(provider):

@@ -142,6 +142,7 @@ class LLMEndpointForm(NameUniqueInOrganization, forms.ModelForm):
             "timeout",
             "max_retries",
             "is_default",
+            "model_aliases",
         ]
 
     clash_message = _("Another endpoint of this organization has this name.")

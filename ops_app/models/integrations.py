@@ -209,6 +209,24 @@ class ClusterObjectState(TenantModel):
         return f"{self.data_source_id}:{self.kind}/{self.namespace}/{self.name}@{self.version}"
 
 
+def validate_model_aliases(value: object) -> None:
+    """A persona's `model: sonnet` must reach the endpoint as a real model name: every alias maps
+    to one model name (text), and never to another alias (no chains to follow at request time)."""
+    if not isinstance(value, dict):
+        raise ValidationError(_('Give a mapping of alias to model, like {"sonnet": "gpt-4o"}.'))
+    for alias, model in value.items():
+        if not alias.strip() or alias.strip() == "inherit":
+            raise ValidationError(_("An alias must be a name other than 'inherit' (the caller's model)."))
+        if not isinstance(model, str) or not model.strip():
+            raise ValidationError(
+                _("The alias %(alias)s must map to a model name (text).") % {"alias": repr(alias)}
+            )
+        if model in value or model == "inherit":
+            raise ValidationError(
+                _("The alias %(alias)s maps to another alias; give a model name.") % {"alias": repr(alias)}
+            )
+
+
 class LLMEndpoint(TenantModel):
     """An organization's own OpenAI-compatible model endpoint (OpenAI, Azure OpenAI, Ollama, vLLM, a
     LiteLLM proxy...). The default one serves every agent of the organization; a persona's `model`
@@ -251,6 +269,16 @@ class LLMEndpoint(TenantModel):
     )
     embedding_error = models.CharField(
         verbose_name=_("last embedding error"), max_length=300, blank=True, editable=False
+    )
+    model_aliases = models.JSONField(
+        verbose_name=_("model aliases"),
+        default=dict,
+        blank=True,
+        validators=[validate_model_aliases],
+        help_text=_(
+            'Which of this endpoint\'s models a persona\'s model alias means, e.g. {"sonnet": "gpt-4o", '
+            '"opus": "o3", "haiku": "gpt-4o-mini"}. An alias missing here runs on the default model.'
+        ),
     )
     created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
     updated_at = models.DateTimeField(verbose_name=_("updated at"), auto_now=True)

@@ -115,7 +115,7 @@ def test_absent_whitelist_means_the_default_set_minus_the_blacklist():
         ("---\n- a\n- b\n---\nbody", "must be a mapping"),
         ("---\ndescription: d\nwhen_to_use: w\n---\n", "missing required key 'name'"),
         ("---\nname: x\nwhen_to_use: w\n---\n", "missing required key 'description'"),
-        ("---\nname: x\ndescription: d\n---\n", "missing required key 'when_to_use'"),
+        ("---\nname: x\ndescription: d\nwhen_to_use: [w]\n---\n", "'when_to_use' must be text"),
         ("---\nname: x\ndescription: '  '\nwhen_to_use: w\n---\n", "'description' must not be empty"),
         ("---\nname: Specialist_X\ndescription: d\nwhen_to_use: w\n---\n", "invalid name"),
         ("---\nname: 12\ndescription: d\nwhen_to_use: w\n---\n", "'name' must be text, not a number"),
