@@ -208,7 +208,8 @@ def _tool_of_rule(entry: str, notes: list[str]) -> str:
     if name in MAPPED_TOOLS or name in DROPPED_TOOLS:
         notes.append(
             _(
-                "'%(rule)s': the rule in parentheses is Claude Code's; Ongrid's own policy for the tool applies."
+                "'%(rule)s': the rule in parentheses is Claude Code's; Ongrid's own policy for the "
+                "tool applies."
             )
             % {"rule": entry}
         )

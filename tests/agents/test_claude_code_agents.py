@@ -11,8 +11,8 @@ from asgiref.sync import sync_to_async
 from django.core.exceptions import ValidationError
 from django.urls import reverse
 
-from agents_app.models import UserAgent
 from agents_app.llm.model_aliases import resolve_model
+from agents_app.models import UserAgent
 from agents_app.personas import registry
 from agents_app.personas.schema import PersonaError, parse_persona, persona_to_markdown
 from agents_app.runtime.core import Runtime
