@@ -19,9 +19,9 @@ UNKNOWN_TOOL = {
     "zh-Hans": "未知工具：rm_rf。",
 }
 MISSING_KEY = {
-    "es": "archivo subido: falta la clave obligatoria &#x27;when_to_use&#x27;",
-    "fr": "fichier importé: clé obligatoire manquante : &#x27;when_to_use&#x27;",
-    "zh-Hans": "上传的文件: 缺少必填键 &#x27;when_to_use&#x27;",
+    "es": "archivo subido: falta la clave obligatoria &#x27;description&#x27;",
+    "fr": "fichier importé: clé obligatoire manquante : &#x27;description&#x27;",
+    "zh-Hans": "上传的文件: 缺少必填键 &#x27;description&#x27;",
 }
 BAD_NAME = {
     "es": "Usa minúsculas, dígitos y guiones simples",
@@ -45,8 +45,8 @@ def test_importing_a_bad_persona_in_the_admin_explains_why_in_the_browsers_langu
     url = reverse("admin:agents_app_useragent_import")
     page = client.post(url, {"text": BAD_TOOL}, HTTP_ACCEPT_LANGUAGE=language).content.decode()
     assert UNKNOWN_TOOL[language] in page and "Unknown tool(s)" not in page
-    no_when = BAD_TOOL.replace("when_to_use: w\n", "")
-    page = client.post(url, {"text": no_when}, HTTP_ACCEPT_LANGUAGE=language).content.decode()
+    no_description = BAD_TOOL.replace("description: d\n", "")  # when_to_use alone falls back to it
+    page = client.post(url, {"text": no_description}, HTTP_ACCEPT_LANGUAGE=language).content.decode()
     assert MISSING_KEY[language] in page and "missing required key" not in page
     assert not UserAgent.objects.exists()
 
