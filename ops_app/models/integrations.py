@@ -298,6 +298,8 @@ class LLMEndpoint(TenantModel):
         return self.name
 
     def clean(self) -> None:
+        if self.model_aliases is None:  # the admin's emptied text area: no aliases
+            self.model_aliases = {}
         if self.timeout is not None and not 1 <= self.timeout <= 600:
             raise ValidationError({"timeout": _("Between 1 and 600 seconds.")})
         if self.max_retries is not None and self.max_retries > 10:

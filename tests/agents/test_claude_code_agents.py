@@ -288,3 +288,21 @@ def test_a_pasted_claude_code_agent_is_stored_canonical_and_shows_the_report(cli
     assert agent.max_turns == 5 and agent.when_to_use == agent.description and agent.extra == {}
     exported = client.get(reverse("admin:agents_app_useragent_markdown", args=[agent.pk])).content.decode()
     assert "max_turns: 5" in exported and "maxTurns" not in exported
+
+
+@pytest.mark.django_db
+def test_the_endpoint_admin_saves_a_valid_alias_table_and_refuses_a_bad_one(client, org, org_admin):
+    client.force_login(org_admin)
+    form = {"name": "acme-vllm", "default_model": "acme-model", "timeout": "30", "max_retries": "1"}
+    add = reverse("admin:ops_app_llmendpoint_add")
+
+    refused = client.post(add, {**form, "model_aliases": '{"sonnet": "opus", "opus": "o3"}'})
+    assert refused.status_code == 200 and "maps to another alias" in refused.content.decode()
+    assert not LLMEndpoint.objects.exists()
+    assert client.post(add, {**form, "model_aliases": '{"sonnet": "gpt-4o"}'}).status_code == 302
+    endpoint = LLMEndpoint.objects.get(organization=org)
+    assert endpoint.model_aliases == {"sonnet": "gpt-4o"}
+    change = reverse("admin:ops_app_llmendpoint_change", args=[endpoint.pk])
+    assert client.post(change, {**form, "model_aliases": ""}).status_code == 302
+    endpoint.refresh_from_db()
+    assert endpoint.model_aliases == {}
