@@ -17,11 +17,6 @@ INHERIT = "inherit"
 CLAUDE_CODE_ALIASES = ("sonnet", "opus", "haiku")
 
 
-def is_alias(model: str | None, table: dict[str, str] | None = None) -> bool:
-    """Whether `model` names an alias (a Claude Code family, or a key of the endpoint's table)."""
-    return bool(model) and (model in CLAUDE_CODE_ALIASES or model in (table or {}))
-
-
 def resolve_model(alias: str | None, endpoint: Any, caller_model: str | None) -> str:
     """The model the endpoint is asked for when a persona says `alias`.
 

@@ -20,7 +20,6 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
-from agents_app.llm.model_aliases import INHERIT, is_alias
 from agents_app.toolsets.control.manifest import AGENT_TOOL
 from agents_app.toolsets.hosts.manifest import HOST_BASH, HOST_FIND_LARGE_FILES, HOST_STAT_FILE
 from agents_app.toolsets.knowledge.manifest import QUERY_KNOWLEDGE
@@ -86,6 +85,11 @@ DROPPED_TOOLS = {
     "Skill": (),
 }
 # `Bash(git status:*)`: a Claude Code permission rule; the tool name is before the parenthesis.
+# The model names `agents_app.llm.model_aliases` resolves per endpoint (personas and llm are
+# sibling layers that do not import each other; tests/agents/test_claude_code_agents.py keeps the
+# two in step). Only used to explain a file's `model` in the report.
+INHERIT = "inherit"
+MODEL_ALIASES = ("sonnet", "opus", "haiku")
 _RULE_RE = re.compile(r"^([A-Za-z]+)\((.*)\)$", re.DOTALL)
 _LIST_KEYS = ("tools", "disallowed_tools")
 
@@ -232,7 +236,7 @@ def _note_model(meta: dict[str, Any], notes: list[str]) -> None:
         return
     if model.strip() == INHERIT:
         notes.append(_("Model 'inherit': it runs on the model of the agent that dispatches it."))
-    elif is_alias(model.strip()):
+    elif model.strip() in MODEL_ALIASES:
         notes.append(
             _(
                 "Model '%(model)s' is an alias: it runs on the model your LLM endpoint maps it to "

@@ -11,9 +11,10 @@ from asgiref.sync import sync_to_async
 from django.core.exceptions import ValidationError
 from django.urls import reverse
 
+from agents_app.llm import model_aliases
 from agents_app.llm.model_aliases import resolve_model
 from agents_app.models import UserAgent
-from agents_app.personas import registry
+from agents_app.personas import claude_code, registry
 from agents_app.personas.schema import PersonaError, parse_persona, persona_to_markdown
 from agents_app.runtime.core import Runtime
 from chat_app import services
@@ -105,6 +106,9 @@ def test_a_stock_file_is_read_as_the_ongrid_persona_it_means_and_the_report_says
     assert "'maxTurns' read as 'max_turns'." in report and "'color' is a Claude Code setting" in report
     assert "permission mode 'default' read as 'read-only'" in report
     assert "Model 'sonnet' is an alias" in report
+    # The report explains the same aliases the endpoint resolves.
+    assert claude_code.MODEL_ALIASES == model_aliases.CLAUDE_CODE_ALIASES
+    assert claude_code.INHERIT == model_aliases.INHERIT
 
 
 def test_export_writes_the_canonical_snake_case_keys():
