@@ -20,8 +20,15 @@ from chat_app.signals import investigation_finished
 from incidents_app import runner
 from incidents_app.models import Investigation
 from ops_app.models import Device, Incident, KnowledgeDocument
-from tests.support.investigations import INVESTIGATOR, answer, enable_auto, read_incident, report, submit
-from tests.support.investigations import wait_finished
+from tests.support.investigations import (
+    INVESTIGATOR,
+    answer,
+    enable_auto,
+    read_incident,
+    report,
+    submit,
+    wait_finished,
+)
 from tests.support.procs import wait_until
 from tests.support.tools import run_tool
 
@@ -53,7 +60,8 @@ def investigated(settings, agents_llm, org) -> Incident:
 
 
 def later(org, title: str = "Checkout 5xx above 5% again") -> Incident:
-    return Incident.objects.create(organization=org, title=title, severity="critical", started_at=timezone.now())
+    now = timezone.now()
+    return Incident.objects.create(organization=org, title=title, severity="critical", started_at=now)
 
 
 def remembered(org, title: str, root_cause: str) -> Incident:
