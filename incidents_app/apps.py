@@ -7,6 +7,7 @@ class IncidentsAppConfig(AppConfig):
 
     def ready(self) -> None:
         # Imported here: the hooks use models, which load after app configs.
-        from incidents_app import hooks, writeback  # noqa: F401 - writeback's receivers connect on import
+        # writeback's and seen_before's receivers connect on import
+        from incidents_app import hooks, seen_before, writeback  # noqa: F401
 
         hooks.connect()

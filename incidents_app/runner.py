@@ -19,7 +19,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 
 from agents_app.api import SUBMIT_REPORT, Tool, ToolContext, ToolError, events, get_runtime, run_in_background
-from incidents_app import investigations, notify
+from incidents_app import investigations, notify, seen_before
 from incidents_app.alerting import triggers as alert_triggers
 from incidents_app.changes import for_brief, what_changed
 from incidents_app.models import Investigation
@@ -31,6 +31,10 @@ MAX_REPORT_ATTEMPTS = 3
 # The Alertmanager labels that name a Kubernetes workload (kube-state-metrics, kube-prometheus).
 KUBERNETES_LABELS = ("cluster", "namespace", "deployment", "pod")
 Status = Investigation.Status
+SEEN_BEFORE_HINT = (
+    "`seen_before` lists similar past incidents with their root causes: check whether the same cause "
+    "is back before looking elsewhere, and say so in your report.\n"
+)
 
 
 def incident_group(incident_id: int) -> str:
@@ -89,6 +93,9 @@ def brief(incident: Incident) -> str:
         "alerts": alerts,
         "what_changed": for_brief(what_changed(incident)),
     }
+    seen = seen_before.for_brief(incident)
+    if seen:
+        facts["seen_before"] = seen
     return (
         f"Investigate incident #{incident.pk}: {incident.title}. Find patient zero and the causal chain.\n"
         "Start with get_incident_detail, gather evidence with your tools, then call submit_report "
@@ -97,6 +104,7 @@ def brief(incident: Incident) -> str:
         "before it on the incident's own services or their neighbours is the usual suspect. Check it "
         "against the metrics and name it as the cause, or rule it out, in your report.\n"
         + kubernetes_hint(incident, alerts)
+        + (SEEN_BEFORE_HINT if seen else "")
         + "\n"
         + json.dumps(facts, default=str, indent=1)
     )

@@ -16,7 +16,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from agents_app.api import CallRefused, ProposalClosed, may_sign, sign, start_turn
 from chat_app import services as chats
-from incidents_app import actions, investigations, runner, transitions, writeback
+from incidents_app import actions, investigations, runner, seen_before, transitions, writeback
 from incidents_app.access import incident_or_404, may_act, visible_incidents
 from incidents_app.api import filter_incidents
 from incidents_app.context import incident_context
@@ -58,6 +58,7 @@ def _detail_context(request: HttpRequest, incident: Incident) -> dict:
         **incident_facts(incident),
         "alerts": incident.alerts.order_by("starts_at"),
         "writebacks": writeback.page_lines(incident),
+        "similar_incidents": seen_before.for_page(incident),
     }
 
 

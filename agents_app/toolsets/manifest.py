@@ -50,6 +50,9 @@ class OfflineHints:
     device_argument: str | None = None
     # The part it plays in the offline model's own runs (one of the ROLE_* names).
     role: str | None = None
+    # False: never chosen from a request's words (a tool whose description shares words with
+    # every incident brief would crowd out the tools that gather evidence).
+    auto_pick: bool = True
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from agents_app.llm.base import ToolCall
 from agents_app.toolsets.contract import UNCONFIGURED
 
 from .reading import Facts, request_words, words
-from .tool_knowledge import is_control_tool
+from .tool_knowledge import is_auto_picked, is_control_tool
 from .vocabulary import MUTATING_WORDS
 
 MAX_TOOLS = 3
@@ -87,7 +87,7 @@ def pick_tool_calls(request: str, tools: list[dict], first_id: int = 1) -> list[
         function = spec.get("function", {})
         name = function.get("name", "")
         name_words = words(name.replace("_", " "))
-        if is_control_tool(name) or name_words & MUTATING_WORDS:
+        if is_control_tool(name) or name_words & MUTATING_WORDS or not is_auto_picked(name):
             continue
         if UNCONFIGURED in function.get("description", ""):
             continue  # its back end is missing here: the call could only say so

@@ -29,6 +29,11 @@ def open_variant(name: str) -> str | None:
     return next((s.name for s in specs().values() if s.offline.open_variant_of == name), None)
 
 
+def is_auto_picked(name: str) -> bool:
+    """Whether the offline model may choose `name` from a request's words (OfflineHints.auto_pick)."""
+    return hints(name).auto_pick
+
+
 def is_control_tool(name: str) -> bool:
     spec = specs().get(name)
     return spec is not None and spec.scope == "coordinator"

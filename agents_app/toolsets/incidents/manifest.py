@@ -70,6 +70,26 @@ CORRELATE_INCIDENT = ToolSpec(
     redirect_reason="correlation is a root-cause investigation",
 )
 
+FIND_SIMILAR_INCIDENTS_MAX = 10
+FIND_SIMILAR_INCIDENTS = ToolSpec(
+    "find_similar_incidents",
+    "Past incidents like this one, from their investigations' reports: give an incident_id (its "
+    "title, alerts and summary make the question; the incident itself is left out) or a query, or "
+    "both. Returns the best first with title, link, incident id, score from 0 to 1, root cause, "
+    "what fixed it and when it was resolved. Use it early: a cause seen before is often back.",
+    {
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "description": "Symptoms, services or alert names, in any language."},
+            "incident_id": {"type": "integer", "minimum": 1, "description": "From query_incidents."},
+            "top_k": {"type": "integer", "minimum": 1, "maximum": FIND_SIMILAR_INCIDENTS_MAX, "default": 5},
+        },
+        "additionalProperties": False,
+    },
+    # Its words are in every incident brief: chosen by wording, it would crowd out the evidence.
+    offline=OfflineHints(auto_pick=False),
+)
+
 QUERY_ALERT_RULES = ToolSpec(
     "query_alert_rules",
     "Alerting rules: those stored in Ongrid and, when Prometheus is configured, the live rules "
@@ -138,12 +158,14 @@ SILENCE_INCIDENT = ToolSpec(
 
 TOOLSET = Toolset(
     "incidents",
-    "Incidents, their alerts and alerting rules: search, detail, correlation, acknowledge, resolve, silence",
+    "Incidents, their alerts and alerting rules: search, detail, correlation, similar past incidents, "
+    "acknowledge, resolve, silence",
     (
         QUERY_INCIDENTS,
         GET_ACTIVE_INCIDENTS,
         GET_INCIDENT_DETAIL,
         CORRELATE_INCIDENT,
+        FIND_SIMILAR_INCIDENTS,
         QUERY_ALERT_RULES,
         ACKNOWLEDGE_INCIDENT,
         RESOLVE_INCIDENT,

@@ -15,7 +15,12 @@ from asgiref.sync import sync_to_async
 from django.db.models import Count, Q
 
 from agents_app.toolsets.contract import ToolContext, ToolError
-from agents_app.toolsets.incidents.manifest import INCIDENT_STATUSES, QUERY_ALERT_RULES, SEVERITIES
+from agents_app.toolsets.incidents.manifest import (
+    FIND_SIMILAR_INCIDENTS_MAX,
+    INCIDENT_STATUSES,
+    QUERY_ALERT_RULES,
+    SEVERITIES,
+)
 from agents_app.toolsets.records import MAX_LIMIT, choice_of, limit_of, time_of
 from ops_app.core.egress import EgressRefused
 from ops_app.core.timeutil import iso
@@ -23,6 +28,8 @@ from ops_app.estate.correlation import change_summary, correlate, incident_nodes
 from ops_app.estate.topology import node_summary
 from ops_app.integrations import datasources
 from ops_app.integrations.datasources import Endpoint
+from ops_app.knowledge import past_incidents
+from ops_app.knowledge import vault as knowledge
 from ops_app.models import Alert, AlertRule, ChangeEvent, Incident
 
 
@@ -176,6 +183,41 @@ def _timeline(incident: Incident, alerts: list[Alert]) -> list[dict]:
 
 async def correlate_incident(ctx: ToolContext, incident_id: int) -> dict:
     return await sync_to_async(lambda: correlate(_incident(ctx, incident_id)))()
+
+
+async def find_similar_incidents(
+    ctx: ToolContext, query: str | None = None, incident_id: int | None = None, top_k: int = 5
+) -> dict:
+    """Past incidents like `query` and/or incident `incident_id` (left out of the results)."""
+    if query is not None and not isinstance(query, str):
+        raise ToolError("query must be text: symptoms, services or alert names")
+    if incident_id is not None and (isinstance(incident_id, bool) or not isinstance(incident_id, int)):
+        raise ToolError("incident_id must be an integer; use query_incidents to find ids")
+    if not (query or "").strip() and incident_id is None:
+        raise ToolError("give a query, an incident_id, or both")
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= FIND_SIMILAR_INCIDENTS_MAX:
+        raise ToolError(f"top_k must be an integer from 1 to {FIND_SIMILAR_INCIDENTS_MAX}")
+
+    def run() -> dict:
+        words = [(query or "").strip()]
+        if incident_id is not None:
+            words.append(past_incidents.query_for(_incident(ctx, incident_id)))
+        question = " ".join(w for w in words if w)
+        if not knowledge.query_words(question):
+            raise ToolError("the query has no searchable words; describe the symptoms or the system")
+        found = past_incidents.similar(ctx.organization_id, question, top_k, exclude_incident_id=incident_id)
+        result = {
+            "query": question[:500],
+            "mode": found.mode,
+            "incidents": [item.as_dict() for item in found.incidents],
+        }
+        if found.note:
+            result["note"] = found.note
+        if not found.incidents:
+            result["hint"] = "No past incident matches: nothing like this was investigated before."
+        return result
+
+    return await sync_to_async(run)()
 
 
 # --- rules, devices, changes ------------------------------------------------------------------
