@@ -29,6 +29,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -58,6 +59,7 @@ LEASE = timedelta(minutes=10)  # longer than a fetch's timeout plus the indexing
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 MAX_FILE_BYTES = vault.MAX_UPLOAD_BYTES
 MAX_FILES = 2000
+MAX_TOTAL_BYTES = 64 * 1024 * 1024  # what one sync reads into memory
 BLOB_MODES = {"100644", "100755"}  # regular files; 120000 (symlinks) and 160000 (submodules) skipped
 SSH_USER = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 BRANCH = re.compile(r"^(?!-)(?!/)(?!.*(\.\.|//|@\{|\.lock$|/$|\.$))[A-Za-z0-9._/-]{1,200}$")
@@ -201,22 +203,35 @@ class _Git:
     env: dict[str, str] = field(repr=False)
 
     def run(self, *args: str, stdin: bytes | None = None, what: str) -> bytes:
-        """git's stdout, or SyncError naming `what` failed, with a fixed reason and the exit status."""
+        """git's stdout, or SyncError naming `what` failed, with a fixed reason and the exit status.
+
+        git runs in its own process group, killed whole at the timeout: its helpers
+        (git-remote-https, ssh) would otherwise outlive it."""
         argv = [GIT, f"--git-dir={self.git_dir}", *self.options, *args]
         try:
-            done = subprocess.run(  # noqa: S603 - a list argv, no shell
-                argv, input=stdin, capture_output=True, env=self.env, timeout=GIT_TIMEOUT, check=False
+            process = subprocess.Popen(  # noqa: S603 - a list argv, no shell
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=self.env,
+                start_new_session=True,
             )
-        except subprocess.TimeoutExpired:
-            raise SyncError(
-                _("%(what)s timed out after %(seconds)s s") % {"what": what, "seconds": GIT_TIMEOUT}
-            ) from None
         except OSError:
             raise SyncError(_("git is not installed on the server")) from None
-        if done.returncode != 0:
-            values = {"what": what, "reason": _reason(done.stderr), "status": done.returncode}
+        with process:
+            try:
+                stdout, stderr = process.communicate(stdin, timeout=GIT_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.communicate()
+                values = {"what": what, "seconds": GIT_TIMEOUT}
+                raise SyncError(_("%(what)s timed out after %(seconds)s s") % values) from None
+        if process.returncode != 0:
+            values = {"what": what, "reason": _reason(stderr), "status": process.returncode}
             raise SyncError(_("%(what)s failed: %(reason)s (git exit status %(status)s)") % values)
-        return done.stdout
+        return stdout
 
 
 # What git's output says, matched here and reported in our own words (never git's).
@@ -438,7 +453,7 @@ def _markdown_files(git: _Git, report: SyncReport, folder: str) -> list[tuple[st
         "ls-tree", "-r", "-l", "-z", "--full-tree", "refs/ongrid/synced", *(["--", folder] if folder else []),
         what=_("listing the files"),
     )  # fmt: skip
-    files = []
+    files, total = [], 0
     for entry in listing.split(b"\0"):
         if not entry:
             continue
@@ -452,10 +467,11 @@ def _markdown_files(git: _Git, report: SyncReport, folder: str) -> list[tuple[st
             report.skipped.append(f"{path}: not a regular file")
         elif int(size) > MAX_FILE_BYTES:
             report.skipped.append(f"{path}: larger than {MAX_FILE_BYTES} bytes")
-        elif len(files) >= MAX_FILES:
-            report.skipped.append(f"{path}: more than {MAX_FILES} files")
+        elif len(files) >= MAX_FILES or total + int(size) > MAX_TOTAL_BYTES:
+            report.skipped.append(f"{path}: past the limit of {MAX_FILES} files or {MAX_TOTAL_BYTES} bytes")
         else:
             files.append((path, sha))
+            total += int(size)
     return files
 
 
@@ -510,6 +526,12 @@ def _mirror(
     prefix = f"{repo.name}/"
     report.removed = sorted(source.removeprefix(prefix) for source in stale.values_list("source", flat=True))
     stale.delete()
+
+
+def forget_local_copy(sender=None, instance: VaultRepository | None = None, **kwargs) -> None:
+    """A deleted repository's local copy goes too (its documents go by the foreign key's CASCADE)."""
+    if instance is not None and instance.organization_id and instance.pk:
+        shutil.rmtree(repository_dir(instance), ignore_errors=True)
 
 
 # --- the schedule ---------------------------------------------------------------------------------

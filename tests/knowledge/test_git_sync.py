@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import socket
 import subprocess
 from datetime import timedelta
 
@@ -112,13 +113,13 @@ def test_a_token_repository_is_synced_and_its_runbooks_answer_questions(org, run
 
 def test_the_token_never_reaches_argv_or_the_local_repository(org, server, data_dir, monkeypatch):
     argvs: list[list[str]] = []
-    real_run = subprocess.run
 
-    def recording_run(argv, *args, **kwargs):
-        argvs.append(list(argv))
-        return real_run(argv, *args, **kwargs)
+    class Recording(subprocess.Popen):
+        def __init__(self, argv, *args, **kwargs):
+            argvs.append(list(argv))
+            super().__init__(argv, *args, **kwargs)
 
-    monkeypatch.setattr(subprocess, "run", recording_run)
+    monkeypatch.setattr(subprocess, "Popen", Recording)
     repo = http_repository(org, server.url())
 
     assert git_sync.sync_repository(repo)["status"] == "ok"
@@ -192,6 +193,27 @@ def test_a_missing_branch_is_named(org, server):
     assert report["status"] == "error" and "branch does not exist" in report["error"]
 
 
+def test_a_server_that_never_answers_is_a_timeout(org, monkeypatch):
+    monkeypatch.setattr(git_sync, "GIT_TIMEOUT", 2)
+    with socket.socket() as silent:  # accepts connections (the backlog) and never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        repo = http_repository(org, f"http://127.0.0.1:{silent.getsockname()[1]}/runbooks.git")
+        report = git_sync.sync_repository(repo)
+    assert report["status"] == "error" and "timed out after 2 s" in report["error"]
+
+
+def test_deleting_the_repository_removes_its_documents_and_local_copy(org, server):
+    repo = http_repository(org, server.url())
+    git_sync.sync_repository(repo)
+    local = git_sync.repository_dir(repo)
+    assert (local / "HEAD").exists()
+
+    repo.delete()
+
+    assert not KnowledgeDocument.objects.filter(source_kind="repository").exists() and not local.exists()
+
+
 # --- the egress policy and the URLs refused -------------------------------------------------------
 
 
@@ -235,7 +257,7 @@ def test_a_name_resolving_to_loopback_is_refused_at_sync_time(org, server, egres
 )
 def test_refused_urls_are_refused_when_saved_and_never_run(org, url, monkeypatch):
     ran: list = []
-    monkeypatch.setattr(subprocess, "run", lambda *a, **k: ran.append(a))
+    monkeypatch.setattr(subprocess, "Popen", lambda *a, **k: ran.append(a))
     assert git_sync.url_refusal(url)
     repo = http_repository(org, url)
     report = git_sync.sync_repository(repo)
