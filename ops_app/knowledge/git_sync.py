@@ -59,6 +59,7 @@ LEASE = timedelta(minutes=10)  # longer than a fetch's timeout plus the indexing
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 MAX_FILE_BYTES = vault.MAX_UPLOAD_BYTES
 MAX_FILES = 2000
+LFS_POINTER = "version https://git-lfs.github.com/spec/"
 MAX_TOTAL_BYTES = 64 * 1024 * 1024  # what one sync reads into memory
 BLOB_MODES = {"100644", "100755"}  # regular files; 120000 (symlinks) and 160000 (submodules) skipped
 SSH_USER = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
@@ -507,6 +508,9 @@ def _mirror(
             raw = contents[sha].decode("utf-8-sig")
         except UnicodeDecodeError:
             report.skipped.append(f"{path}: not UTF-8 text")
+            continue
+        if raw.startswith(LFS_POINTER):
+            report.skipped.append(f"{path}: a Git LFS pointer (LFS is not fetched)")
             continue
         seen.add(source)
         fallback = PurePosixPath(path).stem.replace("-", " ").replace("_", " ").capitalize()

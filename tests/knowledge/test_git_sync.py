@@ -59,6 +59,9 @@ def runbooks(tmp_path) -> Runbooks:
     books.write("runbooks/notes.txt", "not Markdown: journald vacuum\n")
     books.write("README.md", "# Outside the path\n\nzebra giraffe\n")
     books.symlink("runbooks/passwd.md", "/etc/passwd")
+    books.write(
+        "runbooks/big.md", "version https://git-lfs.github.com/spec/v1\noid sha256:4d7a\nsize 12345\n"
+    )
     books.commit("first runbooks")
     return books
 
@@ -101,7 +104,9 @@ def test_a_token_repository_is_synced_and_its_runbooks_answer_questions(org, run
     assert repo.last_synced_at is not None and repo.sync_claimed_until is None
     assert repository_sources(repo) == ["ops/runbooks/disk-full.md", "ops/runbooks/tls/certificate.markdown"]
     assert repo.last_report["indexed_count"] == 2
-    assert any("passwd.md" in skipped for skipped in repo.last_report["skipped"])  # a symlink is never read
+    skipped = repo.last_report["skipped"]
+    assert any("passwd.md" in line for line in skipped)  # a symlink is never read
+    assert any("big.md" in line and "LFS" in line for line in skipped)
     document = KnowledgeDocument.objects.get(repository=repo, source="ops/runbooks/disk-full.md")
     assert document.source_kind == KnowledgeDocument.Source.REPOSITORY and document.is_indexed
     assert top_titles(org, "No space left on device, journald fills /var")[0] == "Disk full on /var"
@@ -378,6 +383,7 @@ def test_the_admin_lists_repositories_never_renders_the_token_and_syncs_now(
 
     change = client.get(reverse("admin:ops_app_vaultrepository_change", args=[repo.pk]))
     assert change.status_code == 200 and TOKEN not in change.content.decode()
+    assert "Sync now" in change.content.decode()
     synced = client.post(reverse("admin:ops_app_vaultrepository_test", args=[repo.pk]), follow=True)
     assert "2 indexed" in synced.content.decode() and TOKEN not in synced.content.decode()
 
