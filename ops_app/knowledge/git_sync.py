@@ -400,7 +400,7 @@ def _record(repo: VaultRepository, report: SyncReport) -> None:
         "last_report": report.as_dict(),
         "sync_claimed_until": None,
     }
-    if report.commit:
+    if report.status == "ok":  # the commit the documents now reflect
         values["last_commit"] = report.commit
     VaultRepository.objects.filter(pk=repo.pk).update(**values)
     for name, value in values.items():

@@ -180,15 +180,19 @@ def test_a_bad_token_is_an_error_without_the_token_and_keeps_the_documents(org, 
     assert len(repository_sources(repo)) == 2
 
 
-def test_a_path_without_markdown_is_an_error_that_keeps_the_documents(org, server):
+def test_a_path_without_markdown_is_an_error_that_keeps_the_documents(org, runbooks, server):
     repo = http_repository(org, server.url())
-    git_sync.sync_repository(repo)
+    first = git_sync.sync_repository(repo)["commit"]
+    runbooks.write("elsewhere/new.md", "# New\n")
+    runbooks.commit("more")
     repo.path = "no-such-folder"
     repo.save()
 
     report = git_sync.sync_repository(repo)
 
+    repo.refresh_from_db()
     assert report["status"] == "error" and "no Markdown files" in report["error"]
+    assert repo.last_error == report["error"] and repo.last_commit == first  # what the documents reflect
     assert len(repository_sources(repo)) == 2
 
 
