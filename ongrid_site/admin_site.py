@@ -36,6 +36,7 @@ GROUPS = (
             "ops_app.topologynode",
             "ops_app.topologyedge",
             "ops_app.knowledgedocument",
+            "ops_app.vaultrepository",
         ),
     ),
     (

@@ -17,6 +17,7 @@ from incidents_app import startup, writeback_outbox  # noqa: E402
 from ongrid_site.origins import ExactOriginValidator  # noqa: E402
 from ongrid_site.routing import websocket_urlpatterns  # noqa: E402
 from ops_app import cluster_collector  # noqa: E402
+from ops_app.knowledge import git_sync  # noqa: E402
 from schedules_app import embedded as embedded_scheduler  # noqa: E402
 
 router = ProtocolTypeRouter(
@@ -31,7 +32,7 @@ async def application(scope, receive, send):
     """The router, plus: sync views hand chat turns to this server's event loop (see executors),
     and the first request of a process closes session rows orphaned by a previous crash and, in
     the embedded shape, starts the schedule loop (docs/schedules.md) and the cluster change
-    collector (docs/kubernetes.md), and delivers IM answers still
+    collector (docs/kubernetes.md) and the vault repositories' sync, and delivers IM answers still
     in the outbox (docs/im.md)."""
     if remember_main_loop(asyncio.get_running_loop()):
         run_in_background(reap_at_startup())
@@ -41,6 +42,8 @@ async def application(scope, receive, send):
             run_in_background(embedded_scheduler.scheduler_loop())
         if cluster_collector.should_run_embedded():
             run_in_background(cluster_collector.collector_loop())
+        if git_sync.should_run_embedded():
+            run_in_background(git_sync.sync_loop())  # the vault's Git repositories (docs/knowledge.md)
         if writeback_outbox.embedded():
             run_in_background(writeback_outbox.writeback_loop())  # findings to the alert sources
     await router(scope, receive, send)

@@ -206,6 +206,8 @@ CELERY_BEAT_SCHEDULE = {
     "drain-alert-notifications": {"task": "incidents_app.drain_notifications", "schedule": 15.0},
     # Writes findings and mirrored states back to the alert sources, with retries (docs/alerts.md).
     "drain-source-writebacks": {"task": "incidents_app.drain_writebacks", "schedule": 15.0},
+    # Pulls the vault's Git repositories whose interval has passed (docs/knowledge.md); claimed.
+    "sync-vault-repositories": {"task": "ops_app.sync_vault_repositories", "schedule": 60.0},
 }
 if CONFIG.k8s_changes_interval > 0:
     # Rollouts and ConfigMap changes of the organizations' clusters (docs/kubernetes.md).

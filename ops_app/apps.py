@@ -7,13 +7,19 @@ class OpsAppConfig(AppConfig):
 
     def ready(self) -> None:
         # Imported here, not at the top: these modules use models, which load after app configs.
-        from django.db.models.signals import post_migrate
+        from django.db.models.signals import post_delete, post_migrate
 
         from ops_app.core import log_masking
         from ops_app.estate import change_events, devices
+        from ops_app.knowledge import git_sync
         from ops_app.tenancy import roles
 
         post_migrate.connect(roles.sync_role_permissions, dispatch_uid="ongrid-sync-roles")
         change_events.connect()
         devices.connect()
+        post_delete.connect(
+            git_sync.forget_local_copy,
+            sender="ops_app.VaultRepository",
+            dispatch_uid="ongrid-vault-repo-copy",
+        )
         log_masking.install()

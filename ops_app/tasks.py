@@ -9,7 +9,8 @@ from celery import shared_task
 from django.conf import settings
 
 from ops_app import cluster_collector
-from ops_app.knowledge import vault
+from ops_app.knowledge import git_sync, vault
+from ops_app.models import VaultRepository
 
 
 @shared_task(name="ops_app.index_knowledge_document")
@@ -30,3 +31,17 @@ def collect_cluster_changes() -> int:
     """Poll every organization's clusters for rollouts and ConfigMap changes; celery beat runs it
     every ONGRID_K8S_CHANGES_INTERVAL seconds (docs/kubernetes.md). Returns the events recorded."""
     return cluster_collector.collect_all()
+
+
+@shared_task(name="ops_app.sync_vault_repositories")
+def sync_vault_repositories() -> int:
+    """Pull every due vault repository (docs/knowledge.md, "Git sync"); celery beat runs it every
+    minute, each repository's own interval decides. Returns how many were synced."""
+    return git_sync.sync_due()
+
+
+@shared_task(name="ops_app.sync_vault_repository")
+def sync_vault_repository(repository_id: int) -> dict:
+    """Pull one vault repository now (the admin's "Sync now"); its report."""
+    repo = VaultRepository.objects.filter(pk=repository_id).first()
+    return git_sync.sync_repository(repo) if repo is not None else {"status": "gone"}
