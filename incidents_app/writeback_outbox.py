@@ -15,7 +15,6 @@ also tried at once (`kick`).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import time
@@ -34,7 +33,7 @@ from ops_app.alert_sources.grafana import api as grafana
 from ops_app.alert_sources.opsgenie import api as opsgenie
 from ops_app.alert_sources.pagerduty import api as pagerduty
 from ops_app.alert_sources.rest import SourceAPIError
-from ops_app.core import retry_rows
+from ops_app.core import loops, retry_rows
 from ops_app.models import AlertSource
 
 log = logging.getLogger(__name__)
@@ -46,8 +45,6 @@ LONGEST_PAUSE = timedelta(minutes=15)
 LEASE = timedelta(minutes=2)  # a claim this old is taken as abandoned (its drainer died mid-call)
 DRAIN_EVERY = 15.0  # seconds between two passes of the embedded loop
 AUDIT_TOOL = "alert_source_writeback"
-
-_started = False
 
 
 # --- the rows ----------------------------------------------------------------------------------------
@@ -238,15 +235,5 @@ def kick() -> None:
 
 
 async def writeback_loop() -> None:
-    """Drain every DRAIN_EVERY seconds on this event loop (embedded shape); a failing pass is
-    logged and the loop goes on."""
-    global _started
-    if _started:
-        return
-    _started = True
-    while True:
-        try:
-            await drain_once()
-        except Exception:  # noqa: BLE001 - the loop must outlive a bad pass (database restart...)
-            log.exception("write-back pass failed")
-        await asyncio.sleep(DRAIN_EVERY)
+    """Drain every DRAIN_EVERY seconds on this event loop (embedded shape)."""
+    await loops.repeat("write-back drain", drain_once, DRAIN_EVERY)

@@ -10,22 +10,18 @@ holds its state row locked, so a change is recorded once.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
-from asgiref.sync import async_to_sync, sync_to_async
+from asgiref.sync import async_to_sync
 from django.conf import settings
-from django.db import connection
 from lightkube.core.exceptions import ApiError
 
-from ops_app.core import kubeconfig, outbound
+from ops_app.core import kubeconfig, loops, outbound
 from ops_app.estate import cluster_changes
 from ops_app.integrations import kubernetes, kubernetes_changes
 from ops_app.models import DataSource
 
 log = logging.getLogger(__name__)
-
-_started = False
 
 
 def collect_all() -> int:
@@ -76,24 +72,6 @@ def should_run_embedded() -> bool:
     return settings.ONGRID_EXECUTOR == "inline" and settings.CONFIG.k8s_changes_interval > 0
 
 
-def _round() -> int:
-    """One round off the request thread (a cluster that times out must not hold the site's sync
-    views), closing the database connection this worker thread opened."""
-    try:
-        return collect_all()
-    finally:
-        connection.close()
-
-
 async def collector_loop() -> None:
-    """Collect forever on this event loop; a failing round is logged and the loop goes on."""
-    global _started
-    if _started:
-        return
-    _started = True
-    while True:
-        try:
-            await sync_to_async(_round, thread_sensitive=False)()
-        except Exception:  # noqa: BLE001 - the loop must outlive a bad round (database restart...)
-            log.exception("cluster change collection failed")
-        await asyncio.sleep(settings.CONFIG.k8s_changes_interval)
+    """Collect for ever on this process (a cluster that times out holds only its worker thread)."""
+    await loops.repeat("cluster change collection", collect_all, lambda: settings.CONFIG.k8s_changes_interval)

@@ -7,17 +7,10 @@ fires once whichever process sees it first (docs/schedules.md).
 
 from __future__ import annotations
 
-import asyncio
-import logging
-
-from asgiref.sync import sync_to_async
 from django.conf import settings
 
+from ops_app.core import loops
 from schedules_app.dispatching import fire_due
-
-log = logging.getLogger(__name__)
-
-_started = False
 
 
 def should_run() -> bool:
@@ -26,14 +19,5 @@ def should_run() -> bool:
 
 
 async def scheduler_loop() -> None:
-    """Tick forever; a failing tick is logged and the loop goes on."""
-    global _started
-    if _started:
-        return
-    _started = True
-    while True:
-        try:
-            await sync_to_async(fire_due)()
-        except Exception:  # noqa: BLE001 - the scheduler must outlive a bad tick (database restart...)
-            log.exception("scheduler tick failed")
-        await asyncio.sleep(settings.CONFIG.scheduler_interval)
+    """Tick for ever on this process."""
+    await loops.repeat("scheduler tick", fire_due, lambda: settings.CONFIG.scheduler_interval)

@@ -21,7 +21,6 @@ Why it is built this way:
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import contextlib
 import logging
@@ -38,15 +37,13 @@ from datetime import datetime, timedelta
 from pathlib import Path, PurePosixPath
 from urllib.parse import quote, urlsplit
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
-from ops_app.core import egress, outbound
+from ops_app.core import egress, loops, outbound
 from ops_app.core.egress import EgressRefused
 from ops_app.knowledge import vault
 from ops_app.models import KnowledgeDocument, VaultRepository
@@ -563,33 +560,14 @@ def sync_due() -> int:
     return synced
 
 
-def sync_due_in_thread() -> int:
-    """`sync_due` for a worker thread of the embedded loop: its database connection is closed after."""
-    try:
-        return sync_due()
-    finally:
-        connection.close()
-
-
 def should_run_embedded() -> bool:
     """Only without Celery: in the scale-out shape beat runs `ops_app.sync_vault_repositories`."""
     return settings.ONGRID_EXECUTOR == "inline"
 
 
-_started = False
 LOOP_INTERVAL = 60.0  # seconds between looks for due repositories (intervals are in minutes)
 
 
 async def sync_loop() -> None:
-    """The embedded shape's schedule: due repositories synced forever on this event loop (the
-    work in a worker thread); a failing round is logged and the loop goes on."""
-    global _started
-    if _started:
-        return
-    _started = True
-    while True:
-        try:
-            await sync_to_async(sync_due_in_thread, thread_sensitive=False)()
-        except Exception:  # noqa: BLE001 - the loop must outlive a bad round (database restart...)
-            log.exception("vault repository sync failed")
-        await asyncio.sleep(LOOP_INTERVAL)
+    """The embedded shape's schedule: due repositories synced on this process, for ever."""
+    await loops.repeat("vault repository sync", sync_due, LOOP_INTERVAL)
