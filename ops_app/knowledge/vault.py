@@ -440,7 +440,7 @@ def search(organization_id: int, query: str, top_k: int = 5, kinds: list[str] | 
 
 
 TYPO_MIN_LENGTH = 4
-TYPO_SIMILARITY = 0.4
+TYPO_SIMILARITY = 0.3  # pg_trgm's own default threshold (pg_trgm.similarity_threshold)
 TYPO_MAX_TITLES = 5000
 
 
