@@ -74,7 +74,7 @@ _CJK_STOP = re.compile("|".join(CJK_STOPWORDS))
 _SUFFIXES = (
     ("ational", "ate"), ("ization", "ize"), ("iones", "ion"), ("ies", "y"), ("ied", "y"), ("ing", ""),
     ("ment", ""), ("ness", ""), ("edly", ""), ("euses", "eur"), ("euse", "eur"), ("aux", "al"),
-    ("ees", ""), ("ed", ""), ("er", ""), ("ly", ""), ("es", ""), ("s", ""),
+    ("ees", "e"), ("ee", "e"), ("ed", ""), ("er", ""), ("ly", ""), ("es", ""), ("s", ""),
 )  # fmt: skip
 
 
