@@ -89,9 +89,7 @@ def ensure_index(connection: Any) -> bool:
     with connection.cursor() as cursor:
         if connection.vendor == "sqlite":
             names = {FTS_TABLE, *SQLITE_TRIGGERS}
-            cursor.execute(
-                "SELECT name FROM sqlite_master WHERE name IN (%s, %s, %s, %s)", sorted(names)
-            )
+            cursor.execute("SELECT name FROM sqlite_master WHERE name IN (%s, %s, %s, %s)", sorted(names))
             if {row[0] for row in cursor.fetchall()} == names:
                 return False
             if not _table_exists(cursor, PASSAGE_TABLE, connection):

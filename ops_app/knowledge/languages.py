@@ -160,7 +160,8 @@ def detect_language(text: str, fallback: str = "") -> str:
     lowered = text.lower()
     tokens = re.findall(r"\w+", lowered)
     scores = {
-        language: sum(token in vocabulary for token in tokens) for language, vocabulary in LANGUAGE_WORDS.items()
+        language: sum(token in vocabulary for token in tokens)
+        for language, vocabulary in LANGUAGE_WORDS.items()
     }
     for language, letters in LANGUAGE_LETTERS.items():
         scores[language] += 2 * sum(lowered.count(letter) for letter in letters)

@@ -47,6 +47,7 @@ CANDIDATE_LIMIT = 300
 SNIPPET_CHARS = 280
 UPLOAD_SUFFIXES = {".md", ".markdown", ".txt", ".text", ".log", ".pdf"}
 
+
 class KnowledgeInputError(ValueError):
     """An upload that cannot become a document (wrong type, too big, no text)."""
 

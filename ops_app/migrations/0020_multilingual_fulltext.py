@@ -25,8 +25,10 @@ def reindex_terms(apps, schema_editor) -> None:
             Document.objects.using(alias).bulk_update(changed, ["language"])
             changed = []
     Document.objects.using(alias).bulk_update(changed, ["language"])
-    passages = Passage.objects.using(alias).select_related("document").only(
-        "id", "heading", "text", "search_text", "document__title"
+    passages = (
+        Passage.objects.using(alias)
+        .select_related("document")
+        .only("id", "heading", "text", "search_text", "document__title")
     )
     changed = []
     for passage in passages.iterator(chunk_size=BATCH):

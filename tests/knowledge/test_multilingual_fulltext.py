@@ -92,7 +92,9 @@ def test_every_index_is_per_organization(corpus_org, other_org):
 
 
 def test_sqlite_and_postgresql_return_the_same_passages_with_the_same_scores(corpus_org):
-    require(connection.vendor == "postgresql", "PostgreSQL as the test database (DATABASE_URL=postgres://...)")
+    require(
+        connection.vendor == "postgresql", "PostgreSQL as the test database (DATABASE_URL=postgres://...)"
+    )
     passages = list(KnowledgePassage.objects.filter(organization=corpus_org).select_related("document"))
     lite = sqlite3.connect(":memory:")
     lite.execute(
@@ -109,6 +111,8 @@ def test_sqlite_and_postgresql_return_the_same_passages_with_the_same_scores(cor
     for question in corpus.questions(corpus.FULLTEXT_KINDS):
         words = vault.fix_typos(corpus_org.id, vault.query_words(question.q))
         ids = fulltext.sqlite_candidates(lite.cursor(), corpus_org.id, words, vault.CANDIDATE_LIMIT, "?")
-        on_sqlite = [(h.passage_id, h.score) for h in vault.rank(words, [views[i] for i in ids], len(passages))]
+        on_sqlite = [
+            (h.passage_id, h.score) for h in vault.rank(words, [views[i] for i in ids], len(passages))
+        ]
         on_postgresql = [(h.passage_id, h.score) for h in vault.search(corpus_org.id, question.q, top_k=100)]
         assert on_sqlite == on_postgresql, question.q

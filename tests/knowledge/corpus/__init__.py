@@ -70,6 +70,10 @@ def measure(ask: Callable[[str], list[str]], kinds: Iterable[str] | None = None)
             kind,
             sum(1 for rank in found if 1 <= rank <= 3) / len(answers),
             sum(1 / rank for rank in found if rank) / len(answers),
-            [f"{q.q!r} → {sources[:3]}" for (q, sources), rank in zip(answers, found) if not 1 <= rank <= 3],
+            [
+                f"{q.q!r} → {sources[:3]}"
+                for (q, sources), rank in zip(answers, found, strict=True)
+                if not 1 <= rank <= 3
+            ],
         )
     return results
