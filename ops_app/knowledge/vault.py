@@ -13,7 +13,8 @@ where coverage is the IDF-weighted share of the question's words the text contai
 1.0 means every word of the question is in the passage and in its headings; a question about
 something the vault never mentions scores low however long the vault is. That is why the
 specialists' rule "follow the runbook when its score is at least 0.6" behaves the same on
-SQLite and PostgreSQL.
+SQLite and PostgreSQL. "Words" are the terms of `ops_app.knowledge.languages` (accents folded,
+es/fr/en endings stemmed, CJK as character bigrams), the same for indexing and scoring.
 """
 
 from __future__ import annotations
