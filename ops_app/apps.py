@@ -11,10 +11,12 @@ class OpsAppConfig(AppConfig):
 
         from ops_app.core import log_masking
         from ops_app.estate import change_events, devices
-        from ops_app.knowledge import git_sync
+        from ops_app.knowledge import fulltext, git_sync
         from ops_app.tenancy import roles
 
         post_migrate.connect(roles.sync_role_permissions, dispatch_uid="ongrid-sync-roles")
+        # A SQLite table rebuild (any later migration adding a column) drops the FTS5 triggers.
+        post_migrate.connect(fulltext.ensure_index_after_migrate, sender=self, dispatch_uid="ongrid-fts")
         change_events.connect()
         devices.connect()
         post_delete.connect(

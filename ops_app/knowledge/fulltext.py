@@ -5,22 +5,30 @@ first" (candidates). The score the user sees is computed afterwards, in Python, 
 for both engines (`ops_app.knowledge.vault.rank`), which is what makes a threshold such as 0.6 mean the
 same thing on SQLite and on PostgreSQL.
 
-Migration 0004 creates the index structures from the DDL below; changing the DDL needs a new
-migration.
+The indexed column, `search_text`, holds terms already folded, stemmed and split into CJK bigrams
+by `ops_app.knowledge.languages`, space-separated: SQLite's plain `unicode61` tokenizer (no porter)
+and PostgreSQL's language-neutral `simple` configuration therefore index the very same terms, in
+any language. Migration 0005 created the structures, 0020 rebuilt them for these terms; changing
+the DDL needs a new migration. `ensure_index` (run after every migrate) puts back what a SQLite
+table rebuild drops (its triggers), so passages saved after any later migration stay searchable.
 """
 
 from __future__ import annotations
 
+import logging
+import math
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 PASSAGE_TABLE = "ops_app_knowledgepassage"
 FTS_TABLE = "ops_app_knowledgepassage_fts"
 PG_INDEX = "knowledge_passage_fts_idx"
-PG_CONFIG = "english"
+PG_CONFIG = "simple"
 
 SQLITE_CREATE = [
     f"CREATE VIRTUAL TABLE IF NOT EXISTS {FTS_TABLE} USING fts5(search_text, content='{PASSAGE_TABLE}', "
-    "content_rowid='id', tokenize='porter unicode61 remove_diacritics 2')",
+    "content_rowid='id', tokenize='unicode61 remove_diacritics 0')",
     f"CREATE TRIGGER IF NOT EXISTS {FTS_TABLE}_ai AFTER INSERT ON {PASSAGE_TABLE} BEGIN "
     f"INSERT INTO {FTS_TABLE}(rowid, search_text) VALUES (new.id, new.search_text); END",
     f"CREATE TRIGGER IF NOT EXISTS {FTS_TABLE}_ad AFTER DELETE ON {PASSAGE_TABLE} BEGIN "
@@ -57,10 +65,106 @@ def drop_fulltext_index(apps, schema_editor) -> None:
         schema_editor.execute(statement)
 
 
+SQLITE_TRIGGERS = (f"{FTS_TABLE}_ai", f"{FTS_TABLE}_ad", f"{FTS_TABLE}_au")
+
+
+def create_trigram_extension(apps, schema_editor) -> None:
+    """pg_trgm for typo tolerance, when the database role may create it (in a savepoint: a refusal
+    must not abort the migration; `most_similar` computes the same similarity in Python then)."""
+    if schema_editor.connection.vendor != "postgresql":
+        return
+    from django.db import DatabaseError, transaction
+
+    try:
+        with transaction.atomic(using=schema_editor.connection.alias):
+            schema_editor.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
+    except DatabaseError:
+        log.warning("pg_trgm could not be created; knowledge typo tolerance computes trigrams in Python")
+
+
+def ensure_index(connection: Any) -> bool:
+    """Create whatever part of the full-text index is missing (SQLite: the FTS5 table or its
+    triggers, then rebuild it from the passages; PostgreSQL: the GIN index). Returns whether
+    anything was missing. Cheap when all is in place: one catalog query."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            names = {FTS_TABLE, *SQLITE_TRIGGERS}
+            cursor.execute("SELECT name FROM sqlite_master WHERE name IN (%s, %s, %s, %s)", sorted(names))
+            if {row[0] for row in cursor.fetchall()} == names:
+                return False
+            if not _table_exists(cursor, PASSAGE_TABLE, connection):
+                return False
+            statements = SQLITE_CREATE
+        elif connection.vendor == "postgresql":
+            cursor.execute("SELECT 1 FROM pg_indexes WHERE indexname = %s", [PG_INDEX])
+            if cursor.fetchone() or not _table_exists(cursor, PASSAGE_TABLE, connection):
+                return False
+            statements = PG_CREATE
+        else:
+            return False
+        for statement in statements:
+            cursor.execute(statement)
+    log.info("knowledge full-text index was missing and has been rebuilt")
+    return True
+
+
+def _table_exists(cursor: Any, table: str, connection: Any) -> bool:
+    return table in connection.introspection.table_names(cursor)
+
+
+def ensure_index_after_migrate(sender: Any, using: str = "default", **kwargs: Any) -> None:
+    """post_migrate receiver (ops_app's AppConfig.ready)."""
+    from django.db import connections
+
+    ensure_index(connections[using])
+
+
+def trigrams(word: str) -> set[str]:
+    """pg_trgm's trigrams of one word: padded with two spaces before and one after."""
+    padded = f"  {word} "
+    return {padded[i : i + 3] for i in range(len(padded) - 2)}
+
+
+def similarity(a: str, b: str) -> float:
+    """pg_trgm's `similarity()`: shared trigrams over all trigrams of the two words."""
+    first, second = trigrams(a), trigrams(b)
+    return len(first & second) / (len(first | second) or 1)
+
+
+def most_similar(connection: Any, word: str, vocabulary: list[str]) -> tuple[str, float] | None:
+    """The vocabulary word most similar to `word` by trigrams, with its similarity (ties: the first
+    in order). PostgreSQL with pg_trgm computes it in the database, anywhere else in Python; both
+    use the same definition, so the same typo is fixed the same way on both engines."""
+    if not vocabulary:
+        return None
+    if connection.vendor == "postgresql" and _has_pg_trgm(connection):
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT t, similarity(t, %s) AS s FROM unnest(%s::text[]) WITH ORDINALITY AS v(t, n) "
+                "ORDER BY s DESC, n LIMIT 1",
+                [word, vocabulary],
+            )
+            row = cursor.fetchone()
+        return (row[0], math.floor(float(row[1]) * 1e6) / 1e6) if row else None
+    best, best_score = vocabulary[0], -1.0
+    for candidate in vocabulary:
+        score = similarity(word, candidate)
+        if score > best_score:
+            best, best_score = candidate, score
+    return best, math.floor(best_score * 1e6) / 1e6
+
+
+def _has_pg_trgm(connection: Any) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm'")
+        return cursor.fetchone() is not None
+
+
 def sqlite_candidates(
     cursor: Any, organization_id: int, words: list[str], limit: int, placeholder: str = "%s"
 ) -> list[int]:
-    """Passage ids matching any word, by FTS5's bm25 (words are [a-z0-9]+, so quoting is safe)."""
+    """Passage ids matching any term, by FTS5's bm25 (terms are letters and digits only, so quoting
+    is safe)."""
     match = " OR ".join(f'"{word}"' for word in words)
     p = placeholder
     cursor.execute(

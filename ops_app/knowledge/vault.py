@@ -13,7 +13,8 @@ where coverage is the IDF-weighted share of the question's words the text contai
 1.0 means every word of the question is in the passage and in its headings; a question about
 something the vault never mentions scores low however long the vault is. That is why the
 specialists' rule "follow the runbook when its score is at least 0.6" behaves the same on
-SQLite and PostgreSQL.
+SQLite and PostgreSQL. "Words" are the terms of `ops_app.knowledge.languages` (accents folded,
+es/fr/en endings stemmed, CJK as character bigrams), the same for indexing and scoring.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ from django.db import connection, transaction
 from pypdf import PdfReader, apply_configuration
 from pypdf.errors import LimitReachedError, PyPdfError
 
-from ops_app.knowledge import fulltext
+from ops_app.knowledge import fulltext, languages
+from ops_app.knowledge.languages import STOPWORDS, stem  # noqa: F401 - re-exported
 from ops_app.models import KnowledgeDocument, KnowledgePassage, Organization
 
 MAX_PASSAGE_CHARS = 1400
@@ -46,16 +48,6 @@ CANDIDATE_LIMIT = 300
 SNIPPET_CHARS = 280
 UPLOAD_SUFFIXES = {".md", ".markdown", ".txt", ".text", ".log", ".pdf"}
 
-STOPWORDS = frozenset(
-    """a about above after again against all am an and any are as at be because been before being below
-    between both but by can could did do does doing down during each few for from further had has have
-    having he her here hers him his how i if in into is it its itself just let me more most my no nor not
-    now of off on once only or other our ours out over own same she should so some such than that the their
-    theirs them then there these they this those through to too under until up very was we were what when
-    where which while who whom why will with would you your yours also get got im ive dont cant wont
-    please tell know need want help happen happened happening going thing things""".split()
-)
-
 
 class KnowledgeInputError(ValueError):
     """An upload that cannot become a document (wrong type, too big, no text)."""
@@ -65,31 +57,20 @@ class KnowledgeInputError(ValueError):
 
 
 def words_of(text: str) -> list[str]:
-    return re.findall(r"[a-z0-9]+", text.lower())
-
-
-def stem(word: str) -> str:
-    """A deliberately small suffix stripper: the same in every engine, good enough for runbooks."""
-    for _ in range(2):
-        for suffix, replacement in (
-            ("ational", "ate"), ("ization", "ize"), ("ies", "y"), ("ied", "y"), ("ing", ""), ("ment", ""),
-            ("ness", ""), ("edly", ""), ("ed", ""), ("er", ""), ("ly", ""), ("es", ""), ("s", ""),
-        ):  # fmt: skip
-            if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-                word = word[: -len(suffix)] + replacement
-                break
-    if len(word) > 4 and word[-1] in "ey":
-        word = word[:-1]
-    return word
+    """The terms of a text as indexing and scoring see them (see `ops_app.knowledge.languages`)."""
+    return languages.terms(text)
 
 
 def query_words(query: str, limit: int = 24) -> list[str]:
-    """The searchable words of a question, in order, without stopwords or repeats."""
-    seen: list[str] = []
-    for word in words_of(query):
-        if word not in STOPWORDS and len(word) > 1 and word not in seen:
-            seen.append(word)
-    return seen[:limit]
+    """The searchable terms of a question, in order, without stop words or repeats (already
+    folded and stemmed: what the index holds)."""
+    return languages.query_terms(query, limit)
+
+
+def search_text_of(title: str, heading: str, text: str) -> str:
+    """What the database engines index: the folded terms, space-separated, so SQLite's plain
+    `unicode61` and PostgreSQL's `simple` configuration see the very same terms."""
+    return languages.search_text(title, heading, text)
 
 
 def content_hash(title: str, content: str) -> str:
@@ -310,12 +291,13 @@ def index_document(document_id: int) -> int:
                 position=position,
                 heading=chunk.heading[:300],
                 text=chunk.text,
-                search_text=f"{document.title}\n{chunk.heading}\n{chunk.text}",
+                search_text=search_text_of(document.title, chunk.heading, chunk.text),
             )
             for position, chunk in enumerate(chunks)
         )
         document.indexed_hash = document.content_hash
-        document.save(update_fields=["indexed_hash", "updated_at"])
+        document.language = languages.detect_language(f"{document.title}\n{document.content[:20000]}")
+        document.save(update_fields=["indexed_hash", "language", "updated_at"])
         return len(chunks)
 
 
@@ -443,8 +425,9 @@ def passage_views(organization_id: int, ids: list[int]) -> list[PassageView]:
 def search(organization_id: int, query: str, top_k: int = 5, kinds: list[str] | None = None) -> list[Hit]:
     """The best passages of the organization's knowledge for `query` by full-text, scores in 0..1.
 
-    `kinds` ("runbook", "past-incident") restricts the documents searched."""
-    words = query_words(query)
+    `kinds` ("runbook", "past-incident") restricts the documents searched. A misspelt word that no
+    passage holds is replaced by the closest word of the organization's titles (see `fix_typos`)."""
+    words = fix_typos(organization_id, query_words(query))
     if not words:
         return []
     ids = fulltext.candidates(connection, organization_id, words, CANDIDATE_LIMIT)
@@ -458,11 +441,41 @@ def search(organization_id: int, query: str, top_k: int = 5, kinds: list[str] | 
     return rank(words, views, total)[:top_k]
 
 
+TYPO_MIN_LENGTH = 4
+TYPO_SIMILARITY = 0.3  # pg_trgm's own default threshold (pg_trgm.similarity_threshold)
+TYPO_MAX_TITLES = 5000
+
+
+def fix_typos(organization_id: int, words: list[str]) -> list[str]:
+    """Each word found in no passage of the organization replaced by its most similar title word
+    (trigram similarity >= TYPO_SIMILARITY), so "kafak" still finds the Kafka runbook. Not for
+    CJK terms (bigrams have no spelling) nor short words; words already found stay as they are."""
+    missing = [
+        w
+        for w in words
+        if len(w) >= TYPO_MIN_LENGTH
+        and not languages.is_cjk(w)
+        and not fulltext.candidates(connection, organization_id, [w], 1)
+    ]
+    if not missing:
+        return words
+    titles = KnowledgeDocument.objects.filter(organization_id=organization_id).values_list("title", flat=True)
+    vocabulary = sorted({t for title in titles[:TYPO_MAX_TITLES] for t in languages.terms(title)
+                         if len(t) >= TYPO_MIN_LENGTH and not languages.is_cjk(t)})  # fmt: skip
+    fixed = {}
+    for word in missing:
+        best = fulltext.most_similar(connection, word, vocabulary)
+        if best is not None and best[1] >= TYPO_SIMILARITY:
+            fixed[word] = best[0]
+    return list(dict.fromkeys(fixed.get(w, w) for w in words))
+
+
 def rank(words: list[str], passages: list[PassageView], total_passages: int) -> list[Hit]:
-    """Score candidates with the engine-independent formula (see the module docstring)."""
-    terms = list(dict.fromkeys(stem(w) for w in words))
-    bodies = {p.id: Counter(stem(w) for w in words_of(f"{p.title} {p.heading} {p.text}")) for p in passages}
-    headings = {p.id: {stem(w) for w in words_of(f"{p.title} {p.heading}")} for p in passages}
+    """Score candidates with the engine-independent formula (see the module docstring). `words`
+    are query terms (`query_words`), compared with the passages' terms (`words_of`)."""
+    terms = list(dict.fromkeys(words))
+    bodies = {p.id: Counter(words_of(f"{p.title}\n{p.heading}\n{p.text}")) for p in passages}
+    headings = {p.id: set(words_of(f"{p.title}\n{p.heading}")) for p in passages}
     document_frequency = {t: sum(1 for counts in bodies.values() if t in counts) for t in terms}
     n = max(total_passages, len(passages), 1)
     idf = {t: math.log(1 + (n - document_frequency[t] + 0.5) / (document_frequency[t] + 0.5)) for t in terms}
@@ -506,12 +519,14 @@ def rank(words: list[str], passages: list[PassageView], total_passages: int) -> 
 
 
 def _snippet(text: str, matched: list[str]) -> str:
+    """The passage's original text (accents, case, CJK as written) around its first matching term."""
     flat = re.sub(r"\s+", " ", text).strip()
     if len(flat) <= SNIPPET_CHARS:
         return flat
-    positions = [
-        m.start() for m in re.finditer(r"[A-Za-z0-9]+", flat) if stem(m.group(0).lower()) in set(matched)
-    ]
-    start = max(0, (positions[0] if positions else 0) - SNIPPET_CHARS // 4)
+    wanted = set(matched)
+    positions = [flat.find(t) for t in wanted if languages.is_cjk(t) and t in flat]
+    positions += [m.start() for m in re.finditer(r"[^\W_]+", flat) if wanted & set(words_of(m.group(0)))][:1]
+    first = min(positions) if positions else 0
+    start = max(0, first - SNIPPET_CHARS // 4)
     piece = flat[start : start + SNIPPET_CHARS]
     return ("…" if start else "") + piece + ("…" if start + SNIPPET_CHARS < len(flat) else "")

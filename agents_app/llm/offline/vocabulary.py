@@ -9,18 +9,11 @@ from __future__ import annotations
 
 import re
 
+from ops_app.knowledge import languages
+
 # Small, distinctive stop words per language: enough to tell the three apart in one message.
-LANGUAGE_WORDS = {
-    "en": {"the", "is", "are", "and", "why", "what", "how", "with", "on", "my", "it", "of", "to", "for",
-           "this", "that", "returns", "please", "does", "not", "can", "you", "full", "server", "which"},
-    "es": {"el", "los", "las", "del", "por", "para", "con", "una", "está", "están", "qué", "cómo", "hay",
-           "mi", "se", "al", "lo", "pero", "muy", "y", "disco", "lleno", "servidor", "devuelve", "cuál",
-           "dónde", "reinicia", "puedes", "es", "son", "tiene"},
-    "fr": {"le", "les", "des", "du", "est", "et", "une", "pour", "avec", "sur", "pas", "ne", "je", "il",
-           "pourquoi", "quoi", "comment", "au", "aux", "ce", "cette", "mon", "plein", "serveur", "renvoie",
-           "qui", "où", "sont", "redémarre", "pouvez", "vous", "quel", "quelle"},
-}  # fmt: skip
-LANGUAGE_LETTERS = {"es": "ñ¿¡áíóú", "fr": "çàèêùœâîôû"}
+LANGUAGE_WORDS = languages.LANGUAGE_WORDS  # one list, kept with the one detector
+LANGUAGE_LETTERS = languages.LANGUAGE_LETTERS
 
 # Words that never carry the meaning of a request (nor of a persona's or a tool's description).
 STOPWORDS = {
