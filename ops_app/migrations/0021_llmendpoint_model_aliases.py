@@ -7,7 +7,7 @@ import ops_app.models.integrations
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("ops_app", "0019_knowledge_languages_vectors_repositories"),
+        ("ops_app", "0020_multilingual_fulltext"),
     ]
 
     operations = [
