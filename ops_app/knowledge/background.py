@@ -1,0 +1,157 @@
+"""Keeping the passages' vectors current, in the background.
+
+A passage is (re)embedded when its `embedding_hash` is not the hash of its text or its
+`embedding_model` is not the endpoint's current model, so an unchanged passage is embedded once,
+an edited section re-embeds only that passage, and a model change re-embeds everything.
+
+`schedule(organization_id)` runs after a document is indexed and when the endpoint's embedding
+model changes (on commit): a Celery task when Redis is configured, otherwise a daemon thread of
+this process (the embedded default). The network is called with no transaction open; each batch
+is written in its own short transaction. Threads close their DB connection; `join()` waits for
+the ones this process started (tests, the management command).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+
+from django.conf import settings
+from django.db import close_old_connections, connection, transaction
+
+from ops_app.knowledge import embeddings
+from ops_app.knowledge.embeddings import BATCH_SIZE, EmbeddingFailure
+from ops_app.models import KnowledgePassage
+
+logger = logging.getLogger(__name__)
+
+_THREADS: list[threading.Thread] = []
+_LOCK = threading.Lock()
+
+
+def text_hash(passage_text: str) -> str:
+    return hashlib.sha256(passage_text.encode()).hexdigest()
+
+
+def embed_text_of(passage: KnowledgePassage) -> str:
+    """What is embedded for a passage: its document title, heading and text (`search_text`)."""
+    return passage.search_text or passage.text
+
+
+def progress(organization_id: int, model: str) -> tuple[int, int]:
+    """(passages embedded with `model`, passages) of the organization: the admin's "N of M"."""
+    passages = KnowledgePassage.objects.filter(organization_id=organization_id)
+    return passages.filter(embedding_model=model).exclude(embedding=None).count(), passages.count()
+
+
+def embed_pending(organization_id: int) -> int:
+    """Embed every passage of the organization whose vector is missing or stale. Returns how many
+    were embedded; a failure stops the run and is saved on the endpoint."""
+    embedder = embeddings.embedder_for(organization_id)
+    if embedder is None:
+        return 0
+    done = 0
+    skipped: set[int] = set()
+    while True:
+        batch = _stale(organization_id, embedder.model, skipped)
+        if not batch:
+            break
+        try:
+            vectors = embedder.embed(
+                [embed_text_of(p) for p in batch], _stored_dimension(organization_id, embedder.model)
+            )
+        except EmbeddingFailure as failure:
+            embeddings.record_outcome(embedder.endpoint, failure.reason)
+            logger.warning(
+                "embedding the knowledge of organization %s failed: %s", organization_id, failure.reason
+            )
+            return done
+        done += _store(batch, vectors, embedder.model, skipped)
+    embeddings.record_outcome(embedder.endpoint, "")
+    return done
+
+
+def _stale(organization_id: int, model: str, skipped: set[int]) -> list[KnowledgePassage]:
+    rows = (
+        KnowledgePassage.objects.filter(organization_id=organization_id)
+        .exclude(pk__in=skipped)
+        .only("id", "text", "search_text", "embedding_model", "embedding_hash")
+        .order_by("id")
+    )
+    stale: list[KnowledgePassage] = []
+    for passage in rows.iterator(chunk_size=500):
+        if passage.embedding_model != model or passage.embedding_hash != text_hash(embed_text_of(passage)):
+            stale.append(passage)
+            if len(stale) == BATCH_SIZE:
+                break
+    return stale
+
+
+def _stored_dimension(organization_id: int, model: str) -> int | None:
+    data = (
+        KnowledgePassage.objects.filter(organization_id=organization_id, embedding_model=model)
+        .exclude(embedding=None)
+        .values_list("embedding", flat=True)
+        .first()
+    )
+    return len(bytes(data)) // 4 if data else None
+
+
+def _store(batch: list[KnowledgePassage], vectors: list, model: str, skipped: set[int]) -> int:
+    """Write the vectors of passages whose text did not change meanwhile (a re-index during the
+    call deletes and recreates passages: those are picked up by the next round)."""
+    stored = 0
+    with transaction.atomic():
+        for passage, vector in zip(batch, vectors, strict=True):
+            digest = text_hash(embed_text_of(passage))
+            updated = KnowledgePassage.objects.filter(
+                pk=passage.pk, text=passage.text, search_text=passage.search_text
+            ).update(embedding=embeddings.to_bytes(vector), embedding_model=model, embedding_hash=digest)
+            stored += updated
+            skipped.add(passage.pk)  # gone or written: never asked twice in one run
+    return stored
+
+
+def schedule(organization_id: int) -> None:
+    """Embed the organization's stale passages after the current transaction commits (nothing
+    when semantic search is off for it)."""
+    if embeddings.embedder_for(organization_id) is None:
+        return
+    transaction.on_commit(lambda: start(organization_id))
+
+
+def start(organization_id: int) -> None:
+    """Now: a Celery task with Redis, else a daemon thread of this process."""
+    if not settings.CELERY_TASK_ALWAYS_EAGER:
+        from ops_app.tasks import embed_knowledge  # the task module imports this one
+
+        embed_knowledge.delay(organization_id)
+        return
+    thread = threading.Thread(
+        target=_run_in_thread, args=(organization_id,), name=f"embed-knowledge-{organization_id}", daemon=True
+    )
+    with _LOCK:
+        _THREADS[:] = [t for t in _THREADS if t.is_alive()]
+        _THREADS.append(thread)
+    thread.start()
+
+
+def _run_in_thread(organization_id: int) -> None:
+    try:
+        close_old_connections()
+        embed_pending(organization_id)
+    except Exception:  # a background thread must not die silently
+        logger.exception("embedding the knowledge of organization %s failed", organization_id)
+    finally:
+        connection.close()
+
+
+def join(timeout: float = 60.0) -> None:
+    """Wait for the embedding threads this process started."""
+    with _LOCK:
+        threads = list(_THREADS)
+    for thread in threads:
+        thread.join(timeout)
+    with _LOCK:
+        _THREADS[:] = [t for t in _THREADS if t.is_alive()]
