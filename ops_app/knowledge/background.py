@@ -20,7 +20,7 @@ import threading
 from django.conf import settings
 from django.db import close_old_connections, connection, transaction
 
-from ops_app.knowledge import embeddings
+from ops_app.knowledge import embeddings, vectors
 from ops_app.knowledge.embeddings import BATCH_SIZE, EmbeddingFailure
 from ops_app.models import KnowledgePassage
 
@@ -58,8 +58,8 @@ def embed_pending(organization_id: int) -> int:
         if not batch:
             break
         try:
-            vectors = embedder.embed(
-                [embed_text_of(p) for p in batch], _stored_dimension(organization_id, embedder.model)
+            made = embedder.embed(
+                [embed_text_of(p) for p in batch], vectors.stored_dimension(organization_id, embedder.model)
             )
         except EmbeddingFailure as failure:
             embeddings.record_outcome(embedder.endpoint, failure.reason)
@@ -67,7 +67,7 @@ def embed_pending(organization_id: int) -> int:
                 "embedding the knowledge of organization %s failed: %s", organization_id, failure.reason
             )
             return done
-        done += _store(batch, vectors, embedder.model, skipped)
+        done += _store(batch, made, embedder.model, skipped)
     embeddings.record_outcome(embedder.endpoint, "")
     return done
 
@@ -86,16 +86,6 @@ def _stale(organization_id: int, model: str, skipped: set[int]) -> list[Knowledg
             if len(stale) == BATCH_SIZE:
                 break
     return stale
-
-
-def _stored_dimension(organization_id: int, model: str) -> int | None:
-    data = (
-        KnowledgePassage.objects.filter(organization_id=organization_id, embedding_model=model)
-        .exclude(embedding=None)
-        .values_list("embedding", flat=True)
-        .first()
-    )
-    return len(bytes(data)) // 4 if data else None
 
 
 def _store(batch: list[KnowledgePassage], vectors: list, model: str, skipped: set[int]) -> int:

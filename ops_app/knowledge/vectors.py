@@ -63,5 +63,17 @@ def nearest(
     return Nearest(_ordered(best))
 
 
+def stored_dimension(organization_id: int, model: str) -> int | None:
+    """The dimension of the organization's vectors made by `model` (None before the first one):
+    what a new vector must have to be comparable."""
+    data = (
+        KnowledgePassage.objects.filter(organization_id=organization_id, embedding_model=model)
+        .exclude(embedding=None)
+        .values_list("embedding", flat=True)
+        .first()
+    )
+    return len(bytes(data)) // 4 if data else None
+
+
 def _ordered(best: list[tuple[float, int]]) -> list[tuple[int, float]]:
     return [(-neg_id, score) for score, neg_id in sorted(best, reverse=True)]

@@ -84,7 +84,11 @@ QUESTIONS: list[tuple[str, str, str]] = [
     ("paraphrase", "se acabó el espacio de almacenamiento", "es/disco-lleno.md"),
     ("paraphrase", "les noms de domaine ne se résolvent plus", "fr/dns.md"),
     ("paraphrase", "the TLS cert is outdated", "en/tls-certificate.md"),
-    ("paraphrase", "the application gets no database connection, the pool is exhausted", "zh/connection-pool.md"),
+    (
+        "paraphrase",
+        "the application gets no database connection, the pool is exhausted",
+        "zh/connection-pool.md",
+    ),
     ("accents", "reiniciandose por falta de memoria", "es/memoria.md"),
     ("accents", "echec de la resolution DNS", "fr/dns.md"),
     ("accents", "restauration des donnees", "fr/sauvegarde.md"),

@@ -21,7 +21,9 @@ CROSS_OR_PARAPHRASE = ("cross-language", "paraphrase")
 
 def load_corpus(organization, runbooks=RUNBOOKS) -> None:
     for source, (title, body) in runbooks.items():
-        vault.ingest(organization, kind=KnowledgeDocument.Source.VAULT, source=source, title=title, content=body)
+        vault.ingest(
+            organization, kind=KnowledgeDocument.Source.VAULT, source=source, title=title, content=body
+        )
 
 
 def embedding_endpoint(organization, fake_llm, model="fake-embed") -> LLMEndpoint:
@@ -136,14 +138,19 @@ def test_the_kind_filter_applies_to_the_vector_list_too(semantic_org):
     )
     background.embed_pending(semantic_org.pk)
     runbooks = retrieval.search(semantic_org.pk, "the node disk is full", top_k=10, kinds=["runbook"]).hits
-    incidents = retrieval.search(semantic_org.pk, "the node disk is full", top_k=10, kinds=["past-incident"]).hits
+    incidents = retrieval.search(
+        semantic_org.pk, "the node disk is full", top_k=10, kinds=["past-incident"]
+    ).hits
     assert runbooks and "incident-7" not in {h.source for h in runbooks}
     assert [h.source for h in incidents] == ["incident-7"]
 
 
+@pytest.mark.django_db(transaction=True)
 async def test_query_knowledge_says_hybrid_and_why(semantic_org, close_async_db_connections):  # noqa: F811
     tool = load_builtin_tools()["query_knowledge"]
-    result = await tool.handler(ToolContext(organization_id=semantic_org.pk), query="the node disk is full", top_k=3)
+    result = await tool.handler(
+        ToolContext(organization_id=semantic_org.pk), query="the node disk is full", top_k=3
+    )
     assert result["mode"] == "hybrid"
     assert result["results"][0]["source"] == "es/disco-lleno.md"
     assert result["results"][0]["why"] in {"semantic", "both"}
