@@ -39,6 +39,23 @@ def embed_text_of(passage: KnowledgePassage) -> str:
     return passage.search_text or passage.text
 
 
+def vectors_by_hash(document) -> dict[str, tuple[bytes, str]]:
+    """The document's current vectors by the hash of the text they were made from, so that
+    re-indexing (which rebuilds the passages) keeps the vectors of the unchanged ones."""
+    rows = document.passages.exclude(embedding=None).values_list(
+        "embedding_hash", "embedding", "embedding_model"
+    )
+    return {digest: (bytes(data), model) for digest, data, model in rows if digest}
+
+
+def with_kept_vector(passage: KnowledgePassage, kept: dict[str, tuple[bytes, str]]) -> KnowledgePassage:
+    digest = text_hash(embed_text_of(passage))
+    if digest in kept:
+        passage.embedding, passage.embedding_model = kept[digest]
+        passage.embedding_hash = digest
+    return passage
+
+
 def progress(organization_id: int, model: str) -> tuple[int, int]:
     """(passages embedded with `model`, passages) of the organization: the admin's "N of M"."""
     passages = KnowledgePassage.objects.filter(organization_id=organization_id)

@@ -31,7 +31,7 @@ from django.db import connection, transaction
 from pypdf import PdfReader, apply_configuration
 from pypdf.errors import LimitReachedError, PyPdfError
 
-from ops_app.knowledge import fulltext
+from ops_app.knowledge import background, fulltext
 from ops_app.models import KnowledgeDocument, KnowledgePassage, Organization
 
 MAX_PASSAGE_CHARS = 1400
@@ -302,15 +302,19 @@ def index_document(document_id: int) -> int:
             or document.source.lower().endswith((".md", ".markdown"))
         )
         chunks = chunk_markdown(document.content) if is_markdown else chunk_text(document.content)
+        kept = background.vectors_by_hash(document)  # unchanged passages keep their vectors
         document.passages.all().delete()
         KnowledgePassage.objects.bulk_create(
-            KnowledgePassage(
-                organization_id=document.organization_id,
-                document=document,
-                position=position,
-                heading=chunk.heading[:300],
-                text=chunk.text,
-                search_text=f"{document.title}\n{chunk.heading}\n{chunk.text}",
+            background.with_kept_vector(
+                KnowledgePassage(
+                    organization_id=document.organization_id,
+                    document=document,
+                    position=position,
+                    heading=chunk.heading[:300],
+                    text=chunk.text,
+                    search_text=f"{document.title}\n{chunk.heading}\n{chunk.text}",
+                ),
+                kept,
             )
             for position, chunk in enumerate(chunks)
         )
