@@ -4,7 +4,10 @@ policy, the background thread, the command and the admin's progress."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
+from django.conf import settings as django_settings
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.urls import reverse
@@ -150,7 +153,8 @@ def test_a_server_answer_is_never_kept(org, settings):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_saving_an_embedding_model_embeds_in_a_background_thread(org, fake_llm):
+def test_saving_an_embedding_model_embeds_in_a_background_thread(org, fake_llm, settings):
+    settings.CELERY_TASK_ALWAYS_EAGER = True  # the embedded default: a thread of this process
     ingest(org)
     endpoint = LLMEndpoint(organization=org, name="default", base_url=fake_llm.base_url, default_model="m")
     save_llm_endpoint(endpoint)
@@ -176,7 +180,8 @@ def test_saving_an_embedding_model_embeds_in_a_background_thread(org, fake_llm):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_admin_action_starts_embedding(org, fake_llm, client, org_admin):
+def test_the_admin_action_starts_embedding(org, fake_llm, client, org_admin, settings):
+    settings.CELERY_TASK_ALWAYS_EAGER = True  # the embedded default: a thread of this server
     ingest(org)
     endpoint = endpoint_for(org, fake_llm.base_url)
     client.force_login(org_admin)
@@ -202,3 +207,34 @@ def test_the_command_embeds_and_reports_progress(org, fake_llm, capsys):
         call_command("ongrid_embed_knowledge")
     assert "stopped: HTTP 500" in capsys.readouterr().err
     assert LLMEndpoint.objects.get(pk=endpoint.pk).embedding_error == "HTTP 500"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_with_redis_the_embedding_runs_as_a_celery_task(org, fake_llm):
+    if not django_settings.CONFIG.uses_redis:
+        pytest.skip("the Celery path needs REDIS_URL (the embedded default is tested above)")
+    from celery.contrib.testing.worker import start_worker
+    from celery.signals import task_postrun
+    from django.db import connections
+
+    from ongrid_site.celery import app as celery_app
+
+    def close_worker_connections(**kwargs) -> None:
+        connections.close_all()  # the worker thread's connection, so the test database can be flushed
+
+    ingest(org)
+    task_postrun.connect(close_worker_connections, weak=False)
+    try:
+        with start_worker(celery_app, perform_ping_check=False, pool="solo", shutdown_timeout=15):
+            save_llm_endpoint(
+                LLMEndpoint(
+                    organization=org, name="default", base_url=fake_llm.base_url, default_model="m",
+                    embedding_model="fake-embed",
+                )
+            )  # fmt: skip
+            deadline = time.monotonic() + 30
+            while background.progress(org.pk, "fake-embed") != (3, 3) and time.monotonic() < deadline:
+                time.sleep(0.1)
+    finally:
+        task_postrun.disconnect(close_worker_connections)
+    assert background.progress(org.pk, "fake-embed") == (3, 3)
