@@ -10,29 +10,19 @@ from django.conf import settings
 
 from ops_app import cluster_collector
 from ops_app.knowledge import background, vault
-from ops_app.models import KnowledgeDocument
 
 
 @shared_task(name="ops_app.index_knowledge_document")
 def index_knowledge_document(document_id: int) -> int:
     """Chunk and index one saved document (uploads from the API and the admin)."""
-    count = vault.index_document(document_id)
-    organization_id = (
-        KnowledgeDocument.objects.filter(pk=document_id).values_list("organization_id", flat=True).first()
-    )
-    if organization_id is not None:
-        background.schedule(organization_id)  # the new passages' vectors, when semantic search is on
-    return count
+    return vault.index_document(document_id)
 
 
 @shared_task(name="ops_app.sync_knowledge_vault")
 def sync_knowledge_vault(organization_id: int, directory: str | None = None) -> dict:
     """Mirror a vault directory (default ONGRID_VAULT_DIR) into the organization's documents."""
     path = Path(directory) if directory else settings.CONFIG.vault_dir
-    report = vault.sync_vault(organization_id, path)
-    if report.indexed:
-        background.schedule(organization_id)
-    return asdict(report)
+    return asdict(vault.sync_vault(organization_id, path))
 
 
 @shared_task(name="ops_app.collect_cluster_changes")

@@ -28,6 +28,8 @@ logger = logging.getLogger(__name__)
 
 _THREADS: list[threading.Thread] = []
 _LOCK = threading.Lock()
+_RUNNING: set[int] = set()  # organizations with an embedding thread
+_AGAIN: set[int] = set()  # ... asked to run again (a document was indexed meanwhile)
 
 
 def text_hash(passage_text: str) -> str:
@@ -135,11 +137,18 @@ def start(organization_id: int) -> None:
 
         embed_knowledge.delay(organization_id)
         return
-    thread = threading.Thread(
-        target=_run_in_thread, args=(organization_id,), name=f"embed-knowledge-{organization_id}", daemon=True
-    )
     with _LOCK:
         _THREADS[:] = [t for t in _THREADS if t.is_alive()]
+        if organization_id in _RUNNING:  # one thread per organization: it runs once more
+            _AGAIN.add(organization_id)
+            return
+        _RUNNING.add(organization_id)
+        thread = threading.Thread(
+            target=_run_in_thread,
+            args=(organization_id,),
+            name=f"embed-knowledge-{organization_id}",
+            daemon=True,
+        )
         _THREADS.append(thread)
     thread.start()
 
@@ -147,9 +156,18 @@ def start(organization_id: int) -> None:
 def _run_in_thread(organization_id: int) -> None:
     try:
         close_old_connections()
-        embed_pending(organization_id)
+        while True:
+            embed_pending(organization_id)
+            with _LOCK:
+                if organization_id not in _AGAIN:
+                    _RUNNING.discard(organization_id)
+                    return
+                _AGAIN.discard(organization_id)
     except Exception:  # a background thread must not die silently
         logger.exception("embedding the knowledge of organization %s failed", organization_id)
+        with _LOCK:
+            _RUNNING.discard(organization_id)
+            _AGAIN.discard(organization_id)
     finally:
         connection.close()
 

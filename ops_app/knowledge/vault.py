@@ -320,6 +320,7 @@ def index_document(document_id: int) -> int:
         )
         document.indexed_hash = document.content_hash
         document.save(update_fields=["indexed_hash", "updated_at"])
+        background.schedule(document.organization_id)  # the new passages' vectors, after the commit
         return len(chunks)
 
 
