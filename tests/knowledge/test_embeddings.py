@@ -238,3 +238,12 @@ def test_with_redis_the_embedding_runs_as_a_celery_task(org, fake_llm):
     finally:
         task_postrun.disconnect(close_worker_connections)
     assert background.progress(org.pk, "fake-embed") == (3, 3)
+
+
+def test_the_add_form_offers_the_embedding_model(client, org_admin):
+    client.force_login(org_admin)
+    page = client.get(reverse("admin:ops_app_llmendpoint_add"))
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert 'name="embedding_model"' in html
+    assert "semantic search is off (no embedding model)" in html
