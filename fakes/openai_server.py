@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from fakes import fake_embeddings
+
 
 @dataclass
 class Reply:
@@ -130,6 +132,10 @@ class FakeLLM:
         self.api_key = api_key  # when set, other keys get 401
         self.models = list(models)
         self.strict_models = False  # when True, an unknown model gets 404 model_not_found
+        # /v1/embeddings: a status other than 200 fails every request; a dimension other than
+        # fake_embeddings.DIMENSION answers vectors of that size (a wrong dimension).
+        self.embedding_status = 200
+        self.embedding_dimension: int | None = None
         self.requests: list[RecordedRequest] = []
         self.hangups: list[tuple[RecordedRequest, float]] = []  # held requests the client closed
         self._queue: deque[Reply] = deque()
@@ -157,6 +163,11 @@ class FakeLLM:
     def chat_requests(self) -> list[RecordedRequest]:
         with self._lock:
             return [r for r in self.requests if r.path.endswith("/chat/completions")]
+
+    @property
+    def embedding_requests(self) -> list[RecordedRequest]:
+        with self._lock:
+            return [r for r in self.requests if r.path.rstrip("/").endswith("/embeddings")]
 
     def _next_reply(self, request: RecordedRequest) -> Reply:
         if self._router is not None:
@@ -232,6 +243,9 @@ class _Handler(BaseHTTPRequestHandler):
         request = self._record(body)
         if not self._authorised():
             return
+        if self.path.rstrip("/").endswith("/embeddings"):
+            self._embeddings(body)
+            return
         if not self.path.rstrip("/").endswith("/chat/completions"):
             self._json(404, _error_body("no such route", "invalid_request_error", None))
             return
@@ -255,6 +269,28 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(200, _completion(reply, model))
 
     # -- helpers ---------------------------------------------------------------------------------
+
+    def _embeddings(self, body: dict) -> None:
+        """OpenAI's embeddings wire format, vectors from `fakes.fake_embeddings`."""
+        if self.owner.embedding_status != 200:
+            status = self.owner.embedding_status
+            self._json(status, _error_body(f"injected HTTP {status}", "server_error", None))
+            return
+        inputs = body.get("input")
+        inputs = [inputs] if isinstance(inputs, str) else list(inputs or [])
+        if not inputs or not all(isinstance(item, str) for item in inputs):
+            self._json(
+                400, _error_body("input must be a string or a list of strings", "invalid_request_error", None)
+            )
+            return
+        dimension = self.owner.embedding_dimension or fake_embeddings.DIMENSION
+        data = [
+            {"object": "embedding", "index": i, "embedding": fake_embeddings.vector(item, dimension)}
+            for i, item in enumerate(inputs)
+        ]
+        tokens = sum(len(item.split()) for item in inputs)
+        usage = {"prompt_tokens": tokens, "total_tokens": tokens}
+        self._json(200, {"object": "list", "data": data, "model": body.get("model", ""), "usage": usage})
 
     def _client_hung_up(self, request: RecordedRequest, seconds: float) -> bool:
         """Send nothing for `seconds`; True (and recorded) if the client closed the connection."""

@@ -9,7 +9,7 @@ from celery import shared_task
 from django.conf import settings
 
 from ops_app import cluster_collector
-from ops_app.knowledge import git_sync, vault
+from ops_app.knowledge import background, git_sync, vault
 from ops_app.models import VaultRepository
 
 
@@ -45,3 +45,9 @@ def sync_vault_repository(repository_id: int) -> dict:
     """Pull one vault repository now (the admin's "Sync now"); its report."""
     repo = VaultRepository.objects.filter(pk=repository_id).first()
     return git_sync.sync_repository(repo) if repo is not None else {"status": "gone"}
+
+
+@shared_task(name="ops_app.embed_knowledge")
+def embed_knowledge(organization_id: int) -> int:
+    """Embed the organization's passages whose vector is missing or stale (ops_app.knowledge.background)."""
+    return background.embed_pending(organization_id)

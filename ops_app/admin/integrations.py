@@ -13,6 +13,7 @@ from ops_app import cluster_collector
 from ops_app.admin.scoping import TenantScopedAdmin
 from ops_app.admin.test_button import TestOnFormMixin
 from ops_app.integrations import datasources, kubernetes, llm_endpoints, mcp_servers
+from ops_app.knowledge import background
 from ops_app.models import DataSource, LLMEndpoint, McpServer, McpTool
 from ops_app.tenancy.scoping import sees_all_tenants
 
@@ -143,6 +144,7 @@ class LLMEndpointForm(NameUniqueInOrganization, forms.ModelForm):
             "max_retries",
             "is_default",
             "model_aliases",
+            "embedding_model",
         ]
 
     clash_message = _("Another endpoint of this organization has this name.")
@@ -151,9 +153,13 @@ class LLMEndpointForm(NameUniqueInOrganization, forms.ModelForm):
 @admin.register(LLMEndpoint)
 class LLMEndpointAdmin(TestOnFormMixin, TenantScopedAdmin):
     form = LLMEndpointForm
-    list_display = ("name", "base_url", "default_model", "is_default", "timeout", "max_retries", "updated_at")
+    list_display = (
+        "name", "base_url", "default_model", "is_default", "embedding_model", "timeout", "max_retries",
+        "updated_at",
+    )  # fmt: skip
     search_fields = ("name", "base_url", "default_model")
-    actions = ["test_endpoint"]
+    actions = ["test_endpoint", "embed_knowledge_now"]
+    readonly_fields = ("embedding_progress", "embedding_error")
     writer = staticmethod(llm_endpoints.save_llm_endpoint)
     test_label = _("Test (list the models it serves)")
 
@@ -161,6 +167,29 @@ class LLMEndpointAdmin(TestOnFormMixin, TenantScopedAdmin):
     def test_endpoint(self, request, queryset):
         for endpoint in queryset:
             self.test_one(request, endpoint)
+
+    @admin.display(description=_("knowledge embedded"))
+    def embedding_progress(self, endpoint: LLMEndpoint) -> str:
+        """ "N of M passages embedded" with the current embedding model (counts, no list)."""
+        if endpoint.pk is None or not endpoint.embedding_model:
+            return gettext("semantic search is off (no embedding model)")
+        done, total = background.progress(endpoint.organization_id, endpoint.embedding_model)
+        return gettext("%(done)s of %(total)s passages embedded") % {"done": done, "total": total}
+
+    @admin.action(description=_("Embed the knowledge now"), permissions=["change"])
+    def embed_knowledge_now(self, request, queryset):
+        """Embed the passages whose vector is missing or stale, in the background (a Celery task
+        with Redis, a thread of this server otherwise); progress shows on the endpoint's page."""
+        for endpoint in queryset:
+            if not (endpoint.is_default and endpoint.embedding_model):
+                message = gettext("%(name)s: not the default endpoint with an embedding model") % {
+                    "name": endpoint.name
+                }
+                self.message_user(request, message, messages.WARNING)
+                continue
+            background.schedule(endpoint.organization_id)
+            message = gettext("%(name)s: embedding the knowledge in the background") % {"name": endpoint.name}
+            self.message_user(request, message, messages.SUCCESS)
 
     def test_one(self, request, endpoint: LLMEndpoint) -> None:
         listing = llm_endpoints.list_models(endpoint)

@@ -32,7 +32,7 @@ from django.db import connection, transaction
 from pypdf import PdfReader, apply_configuration
 from pypdf.errors import LimitReachedError, PyPdfError
 
-from ops_app.knowledge import fulltext, languages
+from ops_app.knowledge import background, fulltext, languages
 from ops_app.knowledge.languages import STOPWORDS, stem  # noqa: F401 - re-exported
 from ops_app.models import KnowledgeDocument, KnowledgePassage, Organization
 
@@ -283,21 +283,26 @@ def index_document(document_id: int) -> int:
             or document.source.lower().endswith((".md", ".markdown"))
         )
         chunks = chunk_markdown(document.content) if is_markdown else chunk_text(document.content)
+        kept = background.vectors_by_hash(document)  # unchanged passages keep their vectors
         document.passages.all().delete()
         KnowledgePassage.objects.bulk_create(
-            KnowledgePassage(
-                organization_id=document.organization_id,
-                document=document,
-                position=position,
-                heading=chunk.heading[:300],
-                text=chunk.text,
-                search_text=search_text_of(document.title, chunk.heading, chunk.text),
+            background.with_kept_vector(
+                KnowledgePassage(
+                    organization_id=document.organization_id,
+                    document=document,
+                    position=position,
+                    heading=chunk.heading[:300],
+                    text=chunk.text,
+                    search_text=search_text_of(document.title, chunk.heading, chunk.text),
+                ),
+                kept,
             )
             for position, chunk in enumerate(chunks)
         )
         document.indexed_hash = document.content_hash
         document.language = languages.detect_language(f"{document.title}\n{document.content[:20000]}")
         document.save(update_fields=["indexed_hash", "language", "updated_at"])
+        background.schedule(document.organization_id)  # the new passages' vectors, after the commit
         return len(chunks)
 
 
