@@ -62,7 +62,8 @@ def measure(ask: Callable[[str], list[str]], kinds: Iterable[str] | None = None)
     """recall@3 and MRR per kind; `ask(question)` returns the sources of the hits, best first."""
     by_kind: dict[str, list[tuple[Question, list[str]]]] = {}
     for question in questions(kinds):
-        by_kind.setdefault(question.kind, []).append((question, ask(question.q)))
+        # Ranks count documents: several passages of one runbook are one answer.
+        by_kind.setdefault(question.kind, []).append((question, list(dict.fromkeys(ask(question.q)))))
     results = {}
     for kind, answers in by_kind.items():
         found = [sources.index(q.doc) + 1 if q.doc in sources else 0 for q, sources in answers]
