@@ -26,6 +26,9 @@ from ops_app.models import LLMEndpoint
 
 BATCH_SIZE = 64  # inputs per request: what every OpenAI-compatible server accepts
 MAX_INPUT_CHARS = 8000  # a passage is <= 1400 characters; a question is cut, not refused
+# A question is embedded while someone waits (a tool call, the incident page): it gets at most this
+# long, whatever the endpoint's timeout for chat answers, before the search goes on with full-text.
+QUESTION_TIMEOUT = 10.0
 
 
 class EmbeddingFailure(Exception):
@@ -46,11 +49,13 @@ class Embedder:
     def model(self) -> str:
         return self.endpoint.embedding_model
 
-    def embed(self, texts: list[str], dimension: int | None = None) -> list[array]:
+    def embed(
+        self, texts: list[str], dimension: int | None = None, timeout: float | None = None
+    ) -> list[array]:
         """Unit vectors for `texts`, in order, in batches of BATCH_SIZE. `dimension`, when known
-        (the stored vectors'), is what every vector must have."""
+        (the stored vectors'), is what every vector must have; `timeout` caps the endpoint's."""
         vectors: list[array] = []
-        client = _client(self.endpoint)
+        client = _client(self.endpoint, timeout)
         try:
             for start in range(0, len(texts), BATCH_SIZE):
                 batch = [(t or " ")[:MAX_INPUT_CHARS] for t in texts[start : start + BATCH_SIZE]]
@@ -98,11 +103,11 @@ def from_bytes(data: bytes | memoryview) -> array:
     return vector
 
 
-def _client(endpoint: LLMEndpoint) -> openai.OpenAI:
+def _client(endpoint: LLMEndpoint, timeout: float | None = None) -> openai.OpenAI:
     return openai.OpenAI(
         api_key=endpoint.api_key or "not-set",
         base_url=endpoint.base_url or None,
-        timeout=endpoint.timeout,
+        timeout=min(endpoint.timeout, timeout) if timeout else endpoint.timeout,
         max_retries=0,
         http_client=outbound.llm_client(),
     )

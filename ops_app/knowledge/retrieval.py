@@ -47,7 +47,11 @@ def search(organization_id: int, query: str, top_k: int = 5, kinds: list[str] | 
         return Retrieval(hits, "full-text", gettext("full-text only: no embedding model is configured"))
     textual = vault.search(organization_id, query, max(CANDIDATES, top_k), kinds=kinds)
     try:
-        [vector] = embedder.embed([query], vectors.stored_dimension(organization_id, embedder.model))
+        [vector] = embedder.embed(
+            [query],
+            vectors.stored_dimension(organization_id, embedder.model),
+            timeout=embeddings.QUESTION_TIMEOUT,
+        )
     except EmbeddingFailure as failure:
         embeddings.record_outcome(embedder.endpoint, failure.reason)
         note = gettext("full-text only: semantic search failed (%(reason)s)") % {"reason": failure.reason}
