@@ -65,10 +65,12 @@ class KnowledgeDocumentForm(forms.ModelForm):
 @admin.register(KnowledgeDocument)
 class KnowledgeDocumentAdmin(TenantScopedAdmin):
     form = KnowledgeDocumentForm
-    list_display = ("title", "source_kind", "source", "passage_count", "indexed", "updated_at")
-    list_filter = ("source_kind",)
+    list_display = ("title", "source_kind", "source", "language", "passage_count", "indexed", "updated_at")
+    list_filter = ("source_kind", "language")
     search_fields = ("title", "source")
-    readonly_fields = ("source_kind", "content_hash", "indexed_hash", "created_at", "updated_at")
+    readonly_fields = (
+        "source_kind", "language", "url", "content_hash", "indexed_hash", "created_at", "updated_at"
+    )  # fmt: skip
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(passage_total=Count("passages"))
