@@ -11,21 +11,14 @@ from django.utils.translation import gettext
 
 from ops_app.core import outbound
 from ops_app.core.egress import EgressRefused
-from ops_app.knowledge import background
 from ops_app.models import LLMEndpoint
 
 
 @transaction.atomic
 def save_llm_endpoint(endpoint: LLMEndpoint) -> LLMEndpoint:
     """Save, keeping at most one default per organization (a new default replaces the old one).
-    When the default's embedding model is new or changed, the knowledge is (re)embedded after the
-    commit, in the background (ops_app.knowledge.background)."""
-    before = LLMEndpoint.objects.filter(pk=endpoint.pk).values("embedding_model", "is_default").first()
-    embeds_anew = (
-        endpoint.is_default
-        and bool(endpoint.embedding_model)
-        and (before is None or before != {"embedding_model": endpoint.embedding_model, "is_default": True})
-    )
+    The knowledge vault hears of it (post_save) and embeds what the default's embedding model
+    has not embedded yet (ops_app.knowledge.background)."""
     if endpoint.is_default:
         others = LLMEndpoint.objects.for_organization(endpoint.organization_id).filter(is_default=True)
         if endpoint.pk:
@@ -34,8 +27,6 @@ def save_llm_endpoint(endpoint: LLMEndpoint) -> LLMEndpoint:
             other.is_default = False
             other.save(update_fields=["is_default", "updated_at"])
     endpoint.save()
-    if embeds_anew:
-        background.schedule(endpoint.organization_id)
     return endpoint
 
 

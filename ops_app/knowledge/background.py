@@ -17,6 +17,7 @@ import hashlib
 import logging
 import threading
 
+from celery import current_app
 from django.conf import settings
 from django.db import close_old_connections, connection, transaction
 from django.db.models import Q
@@ -128,6 +129,13 @@ def _store(batch: list[KnowledgePassage], vectors: list, model: str, skipped: se
     return stored
 
 
+def endpoint_saved(sender, instance, **kwargs) -> None:
+    """post_save of an LLM endpoint: a default endpoint with an embedding model embeds what it has
+    not embedded yet (everything, when the model is new or changed; nothing, quickly, otherwise)."""
+    if instance.is_default and instance.embedding_model and not kwargs.get("raw"):
+        schedule(instance.organization_id)
+
+
 def schedule(organization_id: int) -> None:
     """Embed the organization's stale passages after the current transaction commits (nothing
     when semantic search is off for it)."""
@@ -139,9 +147,8 @@ def schedule(organization_id: int) -> None:
 def start(organization_id: int) -> None:
     """Now: a Celery task with Redis, else a daemon thread of this process."""
     if not settings.CELERY_TASK_ALWAYS_EAGER:
-        from ops_app.tasks import embed_knowledge  # the task module imports this one
-
-        embed_knowledge.delay(organization_id)
+        # By name: the task module (above the knowledge package) imports this one.
+        current_app.send_task("ops_app.embed_knowledge", args=[organization_id])
         return
     with _LOCK:
         _THREADS[:] = [t for t in _THREADS if t.is_alive()]
