@@ -6,79 +6,40 @@ import ops_app.core.encryption
 
 
 class Migration(migrations.Migration):
+
     dependencies = [
-        ("ops_app", "0015_verbose_names"),
+        ('ops_app', '0015_verbose_names'),
     ]
 
     operations = [
         migrations.AddField(
-            model_name="datasource",
-            name="kube_context",
-            field=models.CharField(
-                blank=True,
-                help_text="The kubeconfig's context to use (default: its current-context).",
-                max_length=200,
-                verbose_name="kubeconfig context",
-            ),
+            model_name='datasource',
+            name='kube_context',
+            field=models.CharField(blank=True, help_text="The kubeconfig's context to use (default: its current-context).", max_length=200, verbose_name='kubeconfig context'),
         ),
         migrations.AddField(
-            model_name="datasource",
-            name="kubeconfig",
-            field=ops_app.core.encryption.EncryptedTextField(
-                blank=True,
-                help_text="Kubernetes only, instead of URL + bearer token + CA bundle: a pasted kubeconfig with inline credentials (token or client certificate data; no files, no exec plugins).",
-                verbose_name="kubeconfig",
-            ),
+            model_name='datasource',
+            name='kubeconfig',
+            field=ops_app.core.encryption.EncryptedTextField(blank=True, help_text='Kubernetes only, instead of URL + bearer token + CA bundle: a pasted kubeconfig with inline credentials (token or client certificate data; no files, no exec plugins).', verbose_name='kubeconfig'),
         ),
         migrations.AddField(
-            model_name="datasource",
-            name="namespaces",
-            field=models.CharField(
-                blank=True,
-                help_text="Kubernetes only: the namespaces the agents may read and change, comma-separated (empty: all).",
-                max_length=1000,
-                verbose_name="namespaces",
-            ),
+            model_name='datasource',
+            name='namespaces',
+            field=models.CharField(blank=True, help_text='Kubernetes only: the namespaces the agents may read and change, comma-separated (empty: all).', max_length=1000, verbose_name='namespaces'),
         ),
         migrations.AlterField(
-            model_name="datasource",
-            name="auth",
-            field=models.CharField(
-                choices=[
-                    ("none", "None"),
-                    ("bearer", "Bearer token"),
-                    ("basic", "Basic (user name and password)"),
-                    ("headers", "Custom headers"),
-                    ("in-cluster", "In-cluster service account (Kubernetes, Ongrid's own pod)"),
-                ],
-                default="none",
-                max_length=10,
-                verbose_name="auth",
-            ),
+            model_name='datasource',
+            name='auth',
+            field=models.CharField(choices=[('none', 'None'), ('bearer', 'Bearer token'), ('basic', 'Basic (user name and password)'), ('headers', 'Custom headers'), ('in-cluster', "In-cluster service account (Kubernetes, Ongrid's own pod)")], default='none', max_length=10, verbose_name='auth'),
         ),
         migrations.AlterField(
-            model_name="datasource",
-            name="kind",
-            field=models.CharField(
-                choices=[
-                    ("prometheus", "Prometheus"),
-                    ("loki", "Loki"),
-                    ("tempo", "Tempo"),
-                    ("alertmanager", "Alertmanager"),
-                    ("kubernetes", "Kubernetes"),
-                ],
-                max_length=20,
-                verbose_name="kind",
-            ),
+            model_name='datasource',
+            name='kind',
+            field=models.CharField(choices=[('prometheus', 'Prometheus'), ('loki', 'Loki'), ('tempo', 'Tempo'), ('alertmanager', 'Alertmanager'), ('kubernetes', 'Kubernetes')], max_length=20, verbose_name='kind'),
         ),
         migrations.AlterField(
-            model_name="datasource",
-            name="url",
-            field=models.URLField(
-                blank=True,
-                help_text="Base URL, e.g. http://prometheus:9090; for a cluster its API server, e.g. https://10.0.0.1:6443 (taken from the kubeconfig when one is pasted).",
-                max_length=500,
-                verbose_name="URL",
-            ),
+            model_name='datasource',
+            name='url',
+            field=models.URLField(blank=True, help_text='Base URL, e.g. http://prometheus:9090; for a cluster its API server, e.g. https://10.0.0.1:6443 (taken from the kubeconfig when one is pasted).', max_length=500, verbose_name='URL'),
         ),
     ]
