@@ -20,25 +20,12 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
+from agents_app.personas.keys import KNOWN_KEYS
 from agents_app.toolsets.control.manifest import AGENT_TOOL
 from agents_app.toolsets.hosts.manifest import HOST_BASH, HOST_FIND_LARGE_FILES, HOST_STAT_FILE
 from agents_app.toolsets.knowledge.manifest import QUERY_KNOWLEDGE
 
-# The persona keys in snake_case (schema.KNOWN_KEYS; repeated to keep this module import-free of
-# the schema, which imports it) plus the Claude Code spelling `allowedTools` of `tools`.
-SCHEMA_KEYS = (
-    "name",
-    "description",
-    "when_to_use",
-    "tools",
-    "disallowed_tools",
-    "permission_mode",
-    "max_turns",
-    "max_tool_calls",
-    "model",
-    "critical_reminder",
-    "skills",
-)
+# The persona keys (snake_case) plus the Claude Code spelling `allowedTools` of `tools`.
 EXTRA_ALIASES = {"allowedTools": "tools", "allowed_tools": "tools"}
 
 # Front-matter keys only Claude Code acts on; Ongrid has nothing they could configure.
@@ -110,7 +97,7 @@ def camel_case(key: str) -> str:
     return head + "".join(part.capitalize() for part in rest)
 
 
-ALIASES = {camel_case(key): key for key in SCHEMA_KEYS if "_" in key} | EXTRA_ALIASES
+ALIASES = {camel_case(key): key for key in KNOWN_KEYS if "_" in key} | EXTRA_ALIASES
 
 
 def normalize(mapping: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:

@@ -24,6 +24,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import pgettext
 
 from agents_app.personas import claude_code
+from agents_app.personas.keys import KNOWN_KEYS
 
 PERMISSION_MODES = ("read-only", "mutating-with-confirm", "dual-sign-required")
 COORDINATOR = "default"
@@ -83,22 +84,9 @@ NAME_MAX_LENGTH = 64
 NAME_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 # A tool entry: a tool name (snake_case or PascalCase for the control tools) or a `*` pattern.
 TOOL_ENTRY_RE = re.compile(r"^[A-Za-z0-9_*-]+$")
-# The persona schema, declared once (docs/personas.md): the front-matter keys in file order, the
-# first three required. Everything else (the user-agent columns, the admin form, the API
-# serializer, the canonical export) is derived from these tuples and `persona_fields`.
-KNOWN_KEYS = (
-    "name",
-    "description",
-    "when_to_use",
-    "tools",
-    "disallowed_tools",
-    "permission_mode",
-    "max_turns",
-    "max_tool_calls",
-    "model",
-    "critical_reminder",
-    "skills",
-)
+# The persona schema, declared once (docs/personas.md): the front-matter keys in file order
+# (`keys.KNOWN_KEYS`), the first three required. Everything else (the user-agent columns, the admin
+# form, the API serializer, the canonical export) is derived from these tuples and `persona_fields`.
 REQUIRED_KEYS = KNOWN_KEYS[:3]
 OPTIONAL_KEYS = KNOWN_KEYS[3:]
 # What a stored persona (a user agent) holds: every key, the body, and the unknown keys it kept.
