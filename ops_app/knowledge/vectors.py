@@ -16,6 +16,7 @@ from __future__ import annotations
 import heapq
 from array import array
 from dataclasses import dataclass, field
+from operator import mul
 
 from ops_app.knowledge.embeddings import from_bytes
 from ops_app.models import KnowledgePassage
@@ -55,7 +56,7 @@ def nearest(
         stored = from_bytes(data)
         if len(stored) != len(vector):
             continue
-        score = sum(a * b for a, b in zip(stored, vector, strict=True))
+        score = sum(map(mul, stored, vector))  # about twice a generator's speed
         if len(best) < limit:
             heapq.heappush(best, (score, -passage_id))
         elif score > best[0][0]:
