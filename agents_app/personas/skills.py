@@ -100,7 +100,7 @@ def read_skill_root(root: Path, source: str) -> tuple[dict[str, Skill], list[str
 # Extra files
 
 
-def _clean_name(name: str) -> PurePosixPath:
+def clean_name(name: str) -> PurePosixPath:
     """A relative path inside the skill, or SkillFileError: no absolute paths, no `..`."""
     if not isinstance(name, str) or not name.strip() or "\x00" in name or "\\" in name:
         raise SkillFileError("give the file's path relative to the skill, like 'reference.md'")
@@ -124,7 +124,7 @@ def skill_files(skill: Skill) -> list[str]:
 
 def read_skill_file(skill: Skill, name: str) -> str:
     """One extra file of `skill` as text; refuses paths outside it, symlinks, big or binary files."""
-    relative = _clean_name(name)
+    relative = clean_name(name)
     if skill.folder is None:
         text = skill.files.get(relative.as_posix())
         if not isinstance(text, str):
