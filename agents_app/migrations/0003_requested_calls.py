@@ -6,59 +6,32 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     dependencies = [
-        ("agents_app", "0002_mutating_proposals"),
-        ("chat_app", "0008_session_reply_language"),
-        ("ops_app", "0014_membership_language"),
+        ('agents_app', '0002_mutating_proposals'),
+        ('chat_app', '0008_session_reply_language'),
+        ('ops_app', '0014_membership_language'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name="RequestedCall",
+            name='RequestedCall',
             fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("persona", models.CharField(max_length=100)),
-                ("tool", models.CharField(max_length=200)),
-                ("arguments", models.JSONField(blank=True, default=dict)),
-                ("description", models.CharField(max_length=500)),
-                ("created_at", models.DateTimeField(auto_now_add=True)),
-                ("taken_at", models.DateTimeField(blank=True, null=True)),
-                (
-                    "organization",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="+",
-                        to="ops_app.organization",
-                    ),
-                ),
-                (
-                    "requested_by",
-                    models.ForeignKey(
-                        blank=True,
-                        null=True,
-                        on_delete=django.db.models.deletion.SET_NULL,
-                        related_name="+",
-                        to=settings.AUTH_USER_MODEL,
-                    ),
-                ),
-                (
-                    "session",
-                    models.ForeignKey(
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="requested_calls",
-                        to="chat_app.chatsession",
-                    ),
-                ),
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('persona', models.CharField(max_length=100)),
+                ('tool', models.CharField(max_length=200)),
+                ('arguments', models.JSONField(blank=True, default=dict)),
+                ('description', models.CharField(max_length=500)),
+                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ('taken_at', models.DateTimeField(blank=True, null=True)),
+                ('organization', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='ops_app.organization')),
+                ('requested_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='requested_calls', to='chat_app.chatsession')),
             ],
             options={
-                "db_table": "requested_calls",
-                "indexes": [models.Index(fields=["session", "taken_at"], name="requested_call_session_idx")],
+                'db_table': 'requested_calls',
+                'indexes': [models.Index(fields=['session', 'taken_at'], name='requested_call_session_idx')],
             },
         ),
     ]
