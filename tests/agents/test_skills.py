@@ -108,7 +108,8 @@ def test_an_invalid_skill_file_is_a_warning_naming_the_file_and_the_key(mounted)
 
 def test_parse_skill_reads_claude_code_skills_as_they_are():
     skill = parse_skill(
-        "---\nname: pdf\ndescription: Read PDFs\nallowed-tools: Read, Grep\nlicense: MIT\n---\nUse pdftotext.\n"
+        "---\nname: pdf\ndescription: Read PDFs\nallowed-tools: Read, Grep\nlicense: MIT\n---\n"
+        "Use pdftotext.\n"
     )
     assert (skill.name, skill.description, skill.body, skill.always) == (
         "pdf",
