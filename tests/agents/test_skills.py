@@ -186,8 +186,9 @@ def test_an_edited_organization_skill_is_offered_at_once(org):
         ({"files": json.dumps(["a.md"])}, "files", "mapping of file names"),
     ],
 )
-def test_the_admin_form_refuses_an_unusable_skill(org_admin, changes, field, message):
+def test_the_admin_form_refuses_an_unusable_skill(org_admin, org, changes, field, message):
     data = {
+        "organization": org.pk,
         "name": "ok-skill",
         "description": "d",
         "when_to_use": "",
@@ -207,6 +208,7 @@ def test_the_admin_form_refuses_an_unusable_skill(org_admin, changes, field, mes
 @pytest.mark.django_db
 def test_the_admin_form_saves_a_valid_skill_for_the_admins_organization(org_admin, org):
     data = {
+        "organization": org.pk,
         "name": "ok-skill",
         "description": "d",
         "body": "b",
