@@ -35,7 +35,7 @@ CATALOG_BUDGET_BYTES = 4 * 1024
 CATALOG_HEADER = "Skills you can load with the Skill tool (name — what it is for):"
 
 
-class SkillFileError(Exception):
+class SkillFileError(ValueError):
     """An extra file of a skill that cannot be handed out (missing, outside the skill, too big)."""
 
 
@@ -49,6 +49,20 @@ class SkillOffer:
     @property
     def catalog(self) -> str:
         return render_catalog(self.offered.values())
+
+    # What the `Skill` tool reads (agents_app.toolsets.skills.handlers.SkillLibrary).
+    def names(self) -> list[str]:
+        return list(self.offered)
+
+    def instructions(self, name: str) -> str | None:
+        skill = self.offered.get(name)
+        return skill.body if skill is not None else None
+
+    def files(self, name: str) -> list[str]:
+        return skill_files(self.offered[name])
+
+    def read(self, name: str, file: str) -> str:
+        return read_skill_file(self.offered[name], file)
 
 
 # ---------------------------------------------------------------------------------------------
