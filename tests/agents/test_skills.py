@@ -37,6 +37,14 @@ SKILL_MD = """
     """
 
 
+@pytest.fixture(autouse=True)
+def fresh_registry():
+    """Skills re-read from files and rows for each test (organization ids repeat across tests)."""
+    registry.reset()
+    yield
+    registry.reset()
+
+
 @pytest.fixture
 def mounted(tmp_path, monkeypatch):
     monkeypatch.setattr(settings, "CONFIG", dataclasses.replace(settings.CONFIG, agents_dirs=[tmp_path]))
@@ -128,7 +136,7 @@ def test_skills_available_narrows_what_a_persona_is_offered_and_round_trips():
     assert set(skills.offer_for(narrowed, None).offered) == {"promql-node-exporter"}
     assert skills.offer_for(none, None).offered == {} and skills.offer_for(none, None).catalog == ""
     assert set(skills.offer_for(persona(), None).offered) == {"incident-report", "promql-node-exporter"}
-    assert "skills_available:\n- promql-*" in persona_to_markdown(narrowed)
+    assert "skills_available:\n  - promql-*" in persona_to_markdown(narrowed)
     assert parse_persona(persona_to_markdown(narrowed)).skills_available == ("promql-*",)
     assert narrowed.extra == {}
 
