@@ -14,8 +14,8 @@ from django.utils.http import urlencode
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
-from agents_app.forms import ImportForm, UserAgentForm
-from agents_app.models import MutatingProposal, UserAgent
+from agents_app.forms import ImportForm, UserAgentForm, UserSkillForm
+from agents_app.models import MutatingProposal, UserAgent, UserSkill
 from agents_app.personas import registry, user_agents
 from agents_app.personas.schema import REVIEWER, persona_to_markdown
 from ops_app.admin.scoping import ReadOnlyTenantAdmin, TenantScopedAdmin, visible_organizations
@@ -244,6 +244,49 @@ class UserAgentAdmin(TenantScopedAdmin):
                 % {"name": repr(persona.name), "source": persona.source},
             )
         return super().add_view(request, form_url, extra_context)
+
+
+@admin.register(UserSkill)
+class UserSkillAdmin(TenantScopedAdmin):
+    """An organization's skills (docs/skills.md); the skill files' parse warnings show above the list."""
+
+    form = UserSkillForm
+    list_display = ("name", "description", "always", "enabled", "updated_at")
+    list_filter = ("enabled", "always")
+    search_fields = ("name", "description", "when_to_use")
+    readonly_fields = ("created_by", "created_at", "updated_at")
+    fieldsets = (
+        (None, {"fields": ("name", "description", "when_to_use", "enabled", "always", "body")}),
+        (_("Extra files"), {"fields": ("files",)}),
+        (_("History"), {"fields": ("created_by", "created_at", "updated_at")}),
+    )
+
+    def get_fieldsets(self, request, obj=None):
+        fieldsets = super().get_fieldsets(request, obj)
+        if sees_all_tenants(request.user):
+            return ((None, {"fields": ("organization",)}), *fieldsets)
+        return fieldsets
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form_class = super().get_form(request, obj, change, **kwargs)
+
+        class RequestForm(form_class):
+            def __init__(self, *args, **inner):
+                super().__init__(*args, request=request, **inner)
+
+        return RequestForm
+
+    def save_model(self, request, obj, form, change):
+        if not change and obj.created_by_id is None:
+            obj.created_by = request.user
+        super().save_model(request, obj, form, change)
+
+    def changelist_view(self, request, extra_context=None):
+        """Warnings of the skill files (a SKILL.md that does not parse) shown above the list."""
+        files = registry.get_skill_registry()
+        for warning in files.warnings():
+            messages.warning(request, warning)
+        return super().changelist_view(request, extra_context=extra_context)
 
 
 def _messages_of(exc: ValidationError) -> list[str]:

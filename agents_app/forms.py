@@ -7,8 +7,8 @@ from django import forms
 from django.core.exceptions import NON_FIELD_ERRORS
 from django.utils.translation import gettext_lazy as _
 
-from agents_app.models import UserAgent
-from agents_app.personas import user_agents
+from agents_app.models import UserAgent, UserSkill
+from agents_app.personas import user_agents, user_skills
 from agents_app.personas.schema import MAX_PERSONA_BYTES
 from agents_app.toolsets import names as tool_names
 from ops_app.admin.scoping import visible_organizations
@@ -117,31 +117,17 @@ class ToolListField(NameListField):
         return self.to_python(initial or []) != self.to_python(data)
 
 
-class UserAgentForm(forms.ModelForm):
-    tools = ToolListField(
-        empty_is_none=True,
-        help_text=_(
-            "Tick tools, or type '*' patterns (one per line) such as host_*, *_skill or "
-            "mcp__grafana__*. Nothing at all means the coordinator's read-only set."
-        ),
-    )
-    disallowed_tools = ToolListField(help_text=_("Tools never given to this agent; beats the whitelist."))
-    skills = NameListField(help_text=_("Skills to activate, one per line."))
+class OrganizationFormMixin:
+    """The organization of a row an org admin edits is always theirs; platform staff choose it
+    (preselected when they see exactly one)."""
 
-    class Meta:
-        model = UserAgent
-        fields = ("organization", *user_agents.PERSONA_FIELDS, "enabled")
-
-    def __init__(self, *args, request=None, **kwargs):
-        super().__init__(*args, **kwargs)
+    def _set_organization(self, request) -> None:
         self.user = getattr(request, "user", None)
         if self.user is not None and not sees_all_tenants(self.user):
             # The organization field is hidden for org admins; the row is always theirs.
             self.instance.organization = organization_of(self.user)
         elif self.user is not None and "organization" in self.fields and not self.instance.pk:
             self._preselect_single_organization()
-        if "extra" in self.fields:
-            self.fields["extra"].required = False
 
     def _preselect_single_organization(self) -> None:
         """Platform staff with exactly one organization to choose from are not asked to choose."""
@@ -158,15 +144,60 @@ class UserAgentForm(forms.ModelForm):
         chosen = self.cleaned_data.get("organization")
         return chosen or getattr(self, "single_organization", None)
 
-    def _post_clean(self) -> None:
-        super()._post_clean()
-        if self.instance.extra is None:
-            self.instance.extra = {}
-        for field, messages in user_agents.field_errors(self.instance, self.user).items():
+    def _add_rule_errors(self, errors: dict[str, list[str]]) -> None:
+        for field, messages in errors.items():
             target = field if field in self.fields else NON_FIELD_ERRORS
             for message in messages:
                 if not (target in self.errors and message in self.errors[target]):
                     self.add_error(None if target == NON_FIELD_ERRORS else target, message)
+
+
+class UserAgentForm(OrganizationFormMixin, forms.ModelForm):
+    tools = ToolListField(
+        empty_is_none=True,
+        help_text=_(
+            "Tick tools, or type '*' patterns (one per line) such as host_*, *_skill or "
+            "mcp__grafana__*. Nothing at all means the coordinator's read-only set."
+        ),
+    )
+    disallowed_tools = ToolListField(help_text=_("Tools never given to this agent; beats the whitelist."))
+    skills = NameListField(help_text=_("Skills to activate, one per line."))
+
+    class Meta:
+        model = UserAgent
+        fields = ("organization", *user_agents.PERSONA_FIELDS, "enabled")
+
+    def __init__(self, *args, request=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._set_organization(request)
+        if "extra" in self.fields:
+            self.fields["extra"].required = False
+
+    def _post_clean(self) -> None:
+        super()._post_clean()
+        if self.instance.extra is None:
+            self.instance.extra = {}
+        self._add_rule_errors(user_agents.field_errors(self.instance, self.user))
+
+
+class UserSkillForm(OrganizationFormMixin, forms.ModelForm):
+    """An organization's skill, checked by `agents_app.personas.user_skills` (docs/skills.md)."""
+
+    class Meta:
+        model = UserSkill
+        fields = ("organization", "name", "description", "when_to_use", "body", "files", "always", "enabled")
+
+    def __init__(self, *args, request=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._set_organization(request)
+        if "files" in self.fields:
+            self.fields["files"].required = False
+
+    def _post_clean(self) -> None:
+        super()._post_clean()
+        if self.instance.files is None:
+            self.instance.files = {}
+        self._add_rule_errors(user_skills.field_errors(self.instance))
 
 
 class ImportForm(forms.Form):

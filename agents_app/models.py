@@ -12,6 +12,7 @@ from agents_app.personas.schema import (
     NAME_MAX_LENGTH,
     PERMISSION_MODES,
     Persona,
+    Skill,
     persona_from_mapping,
 )
 from ops_app.models.tenancy import TenantModel
@@ -129,6 +130,81 @@ class UserAgent(TenantModel):
     def to_persona(self) -> Persona:
         """The row as a registry persona; raises PersonaError if a field is unusable."""
         return persona_from_mapping(self.front_matter(), self.body.strip(), source="user", path=None)
+
+
+class UserSkill(TenantModel):
+    """A skill written in the admin by an organization (docs/skills.md): offered only to its agents.
+
+    The same fields as a `SKILL.md` folder: front-matter keys as columns, the body, and the
+    folder's other files as {filename: text}. Writes bump the organization's `RegistryVersion`, so
+    every process offers the edited skill from its next agent run.
+    """
+
+    name = models.CharField(
+        verbose_name=_("name"),
+        max_length=NAME_MAX_LENGTH,
+        help_text=_("Lowercase kebab-case, e.g. postgres-vacuum. The name the Skill tool loads."),
+    )
+    description = models.CharField(
+        verbose_name=_("description"),
+        max_length=500,
+        help_text=_("One line the agents see in their skill catalog: what it is for."),
+    )
+    when_to_use = models.TextField(
+        verbose_name=_("when to use"), blank=True, help_text=_("When an agent should load it.")
+    )
+    body = models.TextField(verbose_name=_("body"), help_text=_("The instructions (Markdown)."))
+    files = models.JSONField(
+        verbose_name=_("extra files"),
+        default=dict,
+        blank=True,
+        help_text=_('Other files the body refers to, as {"filename": "text"}; read with the Skill tool.'),
+    )
+    always = models.BooleanField(
+        verbose_name=_("always active"),
+        default=False,
+        help_text=_("Its body is in every agent's system prompt instead of the catalog."),
+    )
+    enabled = models.BooleanField(
+        verbose_name=_("enabled"), default=True, help_text=_("Disabled skills are offered to no agent.")
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("created by"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
+    updated_at = models.DateTimeField(verbose_name=_("updated at"), auto_now=True)
+
+    class Meta:
+        verbose_name = _("user skill")
+        verbose_name_plural = _("user skills")
+        db_table = "user_skills"
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["organization", "name"], name="user_skill_org_name_uniq")
+        ]
+        indexes = [
+            models.Index(fields=["organization", "enabled", "name"], name="user_skill_org_enabled_idx")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def to_skill(self) -> Skill:
+        """The row as a registry skill (source "user")."""
+        return Skill(
+            name=self.name,
+            description=self.description.strip(),
+            body=self.body.strip(),
+            source="user",
+            when_to_use=(self.when_to_use or "").strip(),
+            always=self.always,
+            files=dict(self.files or {}),
+        )
 
 
 class RegistryVersion(TenantModel):

@@ -19,6 +19,7 @@ GROUPS = (
         _("Agents"),
         (
             "agents_app.useragent",
+            "agents_app.userskill",
             "agents_app.mutatingproposal",
             "incidents_app.investigationpolicy",
             "incidents_app.investigation",

@@ -69,10 +69,22 @@ async def run_agent(
     model: str | None = None,
     recorder: LLMRecorder | None = None,
     language_line: str = "",
+    skill_catalog: str | None = None,
 ) -> AgentResult:
     """Run one agent turn to its end; never raises for LLM or tool misbehaviour."""
     run = _AgentRun(
-        persona, messages, tools, ctx, provider, sink, cancel, base_prompt, skills, catalog, model
+        persona,
+        messages,
+        tools,
+        ctx,
+        provider,
+        sink,
+        cancel,
+        base_prompt,
+        skills,
+        catalog,
+        model,
+        skill_catalog,
     )
     run.recorder = recorder
     run.language_line = language_line
@@ -85,7 +97,19 @@ class _Stopped(Exception):
 
 class _AgentRun:
     def __init__(
-        self, persona, messages, tools, ctx, provider, sink, cancel, base_prompt, skills, catalog, model
+        self,
+        persona,
+        messages,
+        tools,
+        ctx,
+        provider,
+        sink,
+        cancel,
+        base_prompt,
+        skills,
+        catalog,
+        model,
+        skill_catalog=None,
     ):
         self.persona: Persona = persona
         self.ctx: ToolContext = replace(ctx, persona_name=persona.name)
@@ -95,7 +119,7 @@ class _AgentRun:
         self.catalog = catalog if persona.is_coordinator else None
         # Resolved again here, where the request is sent: an alias never reaches the endpoint.
         self.model: str = resolve_model(model or persona.model, provider, None)
-        self.system = compose_system_prompt(base_prompt, persona, list(skills), self.catalog)
+        self.system = compose_system_prompt(base_prompt, persona, list(skills), self.catalog, skill_catalog)
         self.tools = {tool.name: tool for tool in tools}
         self.schemas = [tool.schema() for tool in tools]
         self.history: list[dict] = list(messages)

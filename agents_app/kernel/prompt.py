@@ -18,14 +18,25 @@ _CATALOG_NAME = re.compile(r"^- \*\*(?P<name>[^*]+)\*\*", re.MULTILINE)
 
 
 def compose_system_prompt(
-    base: str, persona: Persona, skills: Iterable[Skill], catalog: str | None = None
+    base: str,
+    persona: Persona,
+    skills: Iterable[Skill],
+    catalog: str | None = None,
+    skill_catalog: str | None = None,
 ) -> str:
-    """base → persona body → <critical-reminder> → catalog (coordinator only) → `[能力: name]` skills."""
+    """base → persona body → <critical-reminder> → catalog (coordinator only) → skill catalog →
+    `[能力: name]` skills.
+
+    `skills` are the active ones (bodies in full); `skill_catalog` lists the offered ones by name
+    and description only (agents_app.personas.skills), their bodies loaded with the `Skill` tool.
+    """
     parts = [base.strip(), persona.body.strip()]
     if persona.critical_reminder.strip():
         parts.append(f"<critical-reminder>\n{persona.critical_reminder.strip()}\n</critical-reminder>")
     if persona.is_coordinator and catalog and catalog.strip():
         parts.append(catalog.strip())
+    if skill_catalog and skill_catalog.strip():
+        parts.append(skill_catalog.strip())
     for skill in skills:
         parts.append(f"[能力: {skill.name}]\n{skill.body.strip()}")
     return "\n\n".join(part for part in parts if part)

@@ -24,6 +24,7 @@ from agents_app.personas.keys import KNOWN_KEYS
 from agents_app.toolsets.control.manifest import AGENT_TOOL
 from agents_app.toolsets.hosts.manifest import HOST_BASH, HOST_FIND_LARGE_FILES, HOST_STAT_FILE
 from agents_app.toolsets.knowledge.manifest import QUERY_KNOWLEDGE
+from agents_app.toolsets.skills.manifest import SKILL_TOOL
 
 # The persona keys (snake_case) plus the Claude Code spelling `allowedTools` of `tools`.
 EXTRA_ALIASES = {"allowedTools": "tools", "allowed_tools": "tools"}
@@ -69,7 +70,8 @@ DROPPED_TOOLS = {
     "KillBash": (),
     "ExitPlanMode": (),
     "SlashCommand": (),
-    "Skill": (),
+    # Ongrid hands its own `Skill` tool to every agent offered skills (docs/skills.md): not listed.
+    SKILL_TOOL.name: (),
 }
 # `Bash(git status:*)`: a Claude Code permission rule; the tool name is before the parenthesis.
 # The model names `agents_app.llm.model_aliases` resolves per endpoint (personas and llm are

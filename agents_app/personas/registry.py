@@ -33,6 +33,7 @@ from typing import Generic, TypeVar
 from django.conf import settings
 
 from agents_app.models import RegistryVersion, UserAgent
+from agents_app.personas import skills as skill_sources
 from agents_app.personas.schema import Persona, PersonaError, Skill, parse_persona, parse_skill, unknown_keys
 from agents_app.toolsets import names as tool_names
 
@@ -165,13 +166,18 @@ class _FileRegistry(Generic[T]):
 
 
 class SkillRegistry(_FileRegistry[Skill]):
-    """Skills (`skills/**/*.md`): prompt fragments a persona activates by name."""
+    """Skills: single `skills/**/*.md` files and `<name>/SKILL.md` folders (docs/skills.md)."""
 
     builtin_dir = BUILTIN_SKILLS_DIR
     skip_skills_dir = False
 
     def _parse(self, text: str, source: str, path: str) -> Skill:
         return parse_skill(text, source, path)
+
+    def _read(self, root: Path | str) -> tuple[dict[str, Skill], list[str]]:
+        """A folder's other files are the skill's extra files, not skills of their own."""
+        root = Path(root)
+        return skill_sources.read_skill_root(root, _source_of(root, self.builtin_dir))
 
 
 class AgentRegistry(_FileRegistry[Persona]):
@@ -360,3 +366,4 @@ def reset() -> None:
         _files_registry = None
         _skill_registry = None
         _overlays.clear()
+    skill_sources.forget()

@@ -13,7 +13,7 @@ keys are kept in `Persona.extra` and reported by `unknown_keys`, so a newer file
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any
@@ -56,6 +56,8 @@ class Persona:
     model: str | None = None
     critical_reminder: str = ""
     skills: tuple[str, ...] = ()
+    # Which other skills it is offered (names or * patterns); None: all (the reviewer: none), (): none.
+    skills_available: tuple[str, ...] | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # unknown front-matter keys, kept
     source: str = "builtin"  # builtin | mounted | user
     path: str | None = None
@@ -69,11 +71,20 @@ class Persona:
 
 @dataclass(frozen=True)
 class Skill:
+    """A prompt fragment: active (its body in the system prompt) or offered (catalog + `Skill` tool)."""
+
     name: str
     description: str
     body: str
-    source: str = "builtin"
+    source: str = "builtin"  # builtin | mounted | user
     path: str | None = None
+    when_to_use: str = ""
+    triggers: tuple[str, ...] = ()
+    always: bool = False
+    # A folder skill's directory: its other files are readable through the `Skill` tool.
+    folder: str | None = None
+    # An organization's skill: its extra files, {filename: text}.
+    files: Mapping[str, str] = field(default_factory=dict, compare=False)
 
 
 DEFAULT_MAX_TURNS = 15
@@ -87,12 +98,17 @@ TOOL_ENTRY_RE = re.compile(r"^[A-Za-z0-9_*-]+$")
 # The persona schema, declared once (docs/personas.md): the front-matter keys in file order
 # (`keys.KNOWN_KEYS`), the first three required. Everything else (the user-agent columns, the admin
 # form, the API serializer, the canonical export) is derived from these tuples and `persona_fields`.
+# Read by the skills layer (agents_app/personas/skills.py); not a user-agent column: a user agent
+# keeps it among its extra keys, so the admin, the API and the .md export carry it unchanged.
+SKILLS_AVAILABLE = "skills_available"
 REQUIRED_KEYS = KNOWN_KEYS[:3]
 OPTIONAL_KEYS = KNOWN_KEYS[3:]
 # What a stored persona (a user agent) holds: every key, the body, and the unknown keys it kept.
 STORED_FIELDS = (*REQUIRED_KEYS, "body", *OPTIONAL_KEYS, "extra")
 # Keys left out of a canonical file when they hold their implicit value.
 _OMITTED_WHEN_EMPTY = frozenset({"disallowed_tools", "model", "critical_reminder", "skills"})
+# A skill name or a `*` pattern of skill names (`skills_available`).
+SKILL_PATTERN_RE = re.compile(r"^[a-z0-9*?-]+$")
 # A persona is a page of text; anything larger is a mistake or an attack (docs/personas.md).
 MAX_PERSONA_BYTES = 64 * 1024
 _YAML = frontmatter.YAMLHandler()
@@ -313,7 +329,8 @@ def persona_from_mapping(
         model=model.strip() or None if model else None,
         critical_reminder=_text(meta, "critical_reminder", path),
         skills=_names(meta, "skills", path, NAME_RE) or (),
-        extra={key: value for key, value in meta.items() if key not in KNOWN_KEYS},
+        skills_available=_names(meta, "skills_available", path, SKILL_PATTERN_RE),
+        extra={k: v for k, v in meta.items() if k not in KNOWN_KEYS and k != SKILLS_AVAILABLE},
         source=source,
         path=path,
         import_notes=tuple(notes),
@@ -335,18 +352,60 @@ def unknown_keys(persona: Persona) -> list[str]:
     return sorted(persona.extra)
 
 
-def parse_skill(text: str, source: str = "builtin", path: str | None = None) -> Skill:
-    """Parse a skill file: front matter `name` and `description`; the body is the prompt."""
+SKILL_KEYS = ("name", "description", "when_to_use", "triggers", "always")
+
+
+def parse_skill(
+    text: str, source: str = "builtin", path: str | None = None, folder: str | None = None
+) -> Skill:
+    """Parse a skill file (a single `.md` or a folder's `SKILL.md`, Claude Code's format).
+
+    Front matter `name` and `description` (required), `when_to_use`, `triggers` (a list of words or
+    phrases) and `always` (a boolean); the body is the prompt. Other keys (Claude Code's
+    `allowed-tools`, `license`...) are ignored, so a skill written for Claude Code loads as it is.
+    """
     meta, body = _split_front_matter(text, path)
     for key in meta:
         if not isinstance(key, str):
             message = _("front-matter keys must be text; %(key)s is a %(kind)s")
             raise PersonaError(message % {"key": repr(key), "kind": _kind(key)}, path)
+    if "when-to-use" in meta and "when_to_use" not in meta:
+        meta["when_to_use"] = meta.pop("when-to-use")
     name = check_name(_text(meta, "name", path, required=True), path)
     description = _text(meta, "description", path, required=True)
     if not body:
         raise PersonaError(_("a skill needs a body: it is the prompt text the skill adds"), path)
-    return Skill(name=name, description=description, body=body, source=source, path=path)
+    always = meta.get("always", False)
+    if always is None:
+        always = False
+    if not isinstance(always, bool):
+        raise PersonaError(
+            _("'%(key)s' must be true or false, not a %(kind)s") % {"key": "always", "kind": _kind(always)},
+            path,
+        )
+    return Skill(
+        name=name,
+        description=description,
+        body=body,
+        source=source,
+        path=path,
+        when_to_use=_text(meta, "when_to_use", path),
+        triggers=_triggers(meta, path),
+        always=always,
+        folder=folder,
+    )
+
+
+def _triggers(meta: dict, path: str | None) -> tuple[str, ...]:
+    """`triggers`: words or phrases (a list, or one comma-separated string) that suggest the skill."""
+    value = meta.get("triggers")
+    if value is None:
+        return ()
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
+        message = _("'%(key)s' must be a list or a comma-separated string, not a %(kind)s")
+        raise PersonaError(message % {"key": "triggers", "kind": _kind(value)}, path)
+    return tuple(dict.fromkeys(item.strip() for item in items if item.strip()))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -398,6 +457,8 @@ def persona_fields(persona: Persona) -> dict[str, Any]:
         value = getattr(persona, key)
         values[key] = list(value) if isinstance(value, tuple) else dict(value) if key == "extra" else value
     values["model"] = persona.model or ""
+    if persona.skills_available is not None:
+        values["extra"][SKILLS_AVAILABLE] = list(persona.skills_available)
     return values
 
 
@@ -411,6 +472,8 @@ def persona_to_mapping(persona: Persona) -> dict[str, Any]:
             continue
         meta[key] = value
     meta.update(persona.extra)
+    if persona.skills_available is not None:
+        meta[SKILLS_AVAILABLE] = list(persona.skills_available)
     return meta
 
 

@@ -18,6 +18,7 @@ from django.utils.translation import gettext as _
 
 from agents_app.models import RegistryVersion, UserAgent
 from agents_app.personas import claude_code, registry
+from agents_app.personas import skills as skill_sources
 from agents_app.personas.schema import (
     COORDINATOR,
     KNOWN_KEYS,
@@ -105,8 +106,8 @@ def field_errors(agent: UserAgent, user=None) -> dict[str, list[str]]:
     if not isinstance(skills, list) or not all(isinstance(item, str) for item in skills):
         add("skills", _("Give a list of skill names."))
     else:
-        known = registry.get_skill_registry()
-        missing = [skill for skill in skills if known.by_name(skill) is None]
+        known = skill_sources.available_skills(agent.organization_id)  # files and the org's own
+        missing = [skill for skill in skills if skill not in known]
         if missing:
             add("skills", _("Unknown skill(s): %(names)s.") % {"names": ", ".join(missing)})
     if not isinstance(agent.extra or {}, dict):

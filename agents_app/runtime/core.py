@@ -24,8 +24,9 @@ from agents_app.llm import aget_provider
 from agents_app.llm.model_aliases import resolve_model
 from agents_app.models import RequestedCall
 from agents_app.personas.catalog import agent_catalog
-from agents_app.personas.registry import aget_registry, get_skill_registry
-from agents_app.personas.schema import COORDINATOR, REPORTER, REVIEWER, Persona
+from agents_app.personas.registry import aget_registry
+from agents_app.personas.schema import COORDINATOR, REPORTER, REVIEWER, Persona, matches_any
+from agents_app.personas.skills import SkillOffer, aoffer_for
 from agents_app.runtime import control_tools, events
 from agents_app.runtime.publishing import KernelSink, Listener, Publisher, send_to_group
 from agents_app.runtime.reply_language import areply_language, brief_line, reminder_line
@@ -35,6 +36,8 @@ from agents_app.tools.invoke import invoke_tool
 from agents_app.tools.toolbag import build_toolbag
 from agents_app.toolsets.contract import Tool, ToolContext, ToolError
 from agents_app.toolsets.registry import redirects
+from agents_app.toolsets.skills.handlers import skill_tool
+from agents_app.toolsets.skills.manifest import SKILL_TOOL
 from audit_app.recorder import record_llm_call
 from chat_app import services
 from chat_app.models import ChatMessage, ChatSession, MessageKind, MessageRole, SessionKind, SessionStatus
@@ -145,6 +148,7 @@ class Runtime:
         messages = await services.ahistory(session.pk, HISTORY_LIMIT)
         provider = await aget_provider(persona.model, session.organization_id)
         language = await areply_language(session)
+        tools, offer = await _with_skills(persona, session.organization_id, tools)
         result = await run_agent(
             persona=persona,
             messages=messages,
@@ -153,7 +157,8 @@ class Runtime:
             provider=provider,
             sink=KernelSink(publisher, session.pk, is_worker=False),
             cancel=token,
-            skills=self._skills(persona),
+            skills=offer.active,
+            skill_catalog=offer.catalog,
             catalog=catalog,
             model=resolve_model(persona.model, provider, None),
             recorder=_recorder_for(provider),
@@ -353,6 +358,7 @@ class Runtime:
             user_id=worker.user_id,
             persona_name=persona.name,
         )
+        tools, offer = await _with_skills(persona, worker.organization_id, tools)
         result = await run_agent(
             persona=persona,
             messages=[{"role": "user", "content": prompt}],
@@ -361,7 +367,8 @@ class Runtime:
             provider=provider,
             sink=KernelSink(publisher, worker.pk, is_worker=True),
             cancel=token,
-            skills=self._skills(persona),
+            skills=offer.active,
+            skill_catalog=offer.catalog,
             model=persona.model,
             recorder=_recorder_for(provider),
         )
@@ -544,11 +551,6 @@ class Runtime:
                 self._cancel_local(message.get("sessions") or [], message.get("reason") or "stopped")
 
     @staticmethod
-    def _skills(persona: Persona) -> list:
-        skills = get_skill_registry()
-        return [s for s in (skills.by_name(name) for name in persona.skills) if s is not None]
-
-    @staticmethod
     async def _persist(session_id: int, new_messages: list[dict]) -> None:
         """One transaction for the lot, retried: the answer the model already gave is kept
         across a database restart instead of being lost with the turn."""
@@ -571,6 +573,20 @@ class Runtime:
             control_tools.send_message_tool(session, publisher),
             control_tools.task_stop_tool(self, session),
         ]
+
+
+async def _with_skills(
+    persona: Persona, organization_id: int, tools: list[Tool]
+) -> tuple[list[Tool], SkillOffer]:
+    """The skills `persona` runs with, and its tools plus the `Skill` tool when it is offered any
+    (docs/skills.md). A persona that disallows `Skill` keeps its active skills but gets no catalog."""
+    offer = await aoffer_for(persona, organization_id)
+    if matches_any(SKILL_TOOL.name, persona.disallowed_tools):
+        offer = SkillOffer(active=offer.active)
+    tool = skill_tool(offer)
+    if tool is not None and all(existing.name != tool.name for existing in tools):
+        tools = [*tools, tool]
+    return tools, offer
 
 
 async def _worker_model(persona: Persona, parent: ChatSession, provider) -> str:

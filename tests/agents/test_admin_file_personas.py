@@ -16,6 +16,7 @@ from rest_framework.test import APIClient
 
 from agents_app.models import UserAgent
 from agents_app.personas import registry
+from agents_app.toolsets.skills.manifest import SKILL_TOOL
 from fakes.openai_server import call, text, tool_calls
 from tests.agents.test_user_agents_admin import ADD_URL, LIST_URL, change_url, errors_of, form_data
 
@@ -188,7 +189,11 @@ def test_the_next_chat_uses_the_edited_copy(client, org, org_admin, member, agen
     system = worker_request.messages[0]["content"]
     assert "ACME DISK RULES: always check /srv/acme first." in system
     assert worker_request.body["model"] == "acme-disk-model"
-    assert [t["function"]["name"] for t in worker_request.body["tools"]] == ["host_du_summary"]
+    # Its whitelist, and the Skill tool of an agent offered skills (docs/skills.md).
+    assert [t["function"]["name"] for t in worker_request.body["tools"]] == [
+        "host_du_summary",
+        SKILL_TOOL.name,
+    ]
 
 
 @pytest.mark.django_db

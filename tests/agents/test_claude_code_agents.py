@@ -17,6 +17,7 @@ from agents_app.models import UserAgent
 from agents_app.personas import claude_code, registry
 from agents_app.personas.schema import PersonaError, parse_persona, persona_to_markdown
 from agents_app.runtime.core import Runtime
+from agents_app.toolsets.skills.manifest import SKILL_TOOL
 from chat_app import services
 from fakes.llm_routing import ByAgent
 from fakes.openai_server import FakeLLM, call, text, tool_calls
@@ -204,7 +205,8 @@ async def test_the_stock_file_is_dispatched_with_the_mapped_model_and_tools(
     assert result.status == "completed", result.error
     (worker_request,) = router.seen["log-reader"]
     assert worker_request.body["model"] == "acme-sonnet"  # `sonnet` on this organization's endpoint
-    assert sorted(tool_names(worker_request)) == ["host_bash", "query_knowledge"]
+    # Its mapped tools, and the Skill tool every agent offered skills carries (docs/skills.md).
+    assert sorted(tool_names(worker_request)) == sorted(["host_bash", "query_knowledge", SKILL_TOOL.name])
     assert {r.body["model"] for r in router.seen["default"]} == {"acme-model"}
     assert "worker_connections are not enough" in str(router.seen["default"][-1].messages)
 
