@@ -96,8 +96,10 @@ class Watcher:
             yield_on_timeout=True,
             rust_timeout=1000,
         )
+        first = True
         for batch in changes:
-            if not self._ready.is_set():  # watching now: catch an edit made before it started too
+            if first:  # watching now: re-read once, so an edit made before the watch is not missed
+                first = False
                 self._reload(batch or {"start"})
                 self._ready.set()
             elif batch:
