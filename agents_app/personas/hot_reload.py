@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from django.conf import settings
+from django.db import connection
 
 from agents_app.personas import registry
 
@@ -69,12 +70,15 @@ class Watcher:
             self._thread.join(timeout)
 
     def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self._watch()
-            except Exception:  # noqa: BLE001 - the watcher must outlive any error; it retries
-                log.exception("watching the mounted agents directories failed; retrying")
-                self._stop.wait(RETRY_SECONDS)
+        try:
+            while not self._stop.is_set():
+                try:
+                    self._watch()
+                except Exception:  # noqa: BLE001 - the watcher must outlive any error; it retries
+                    log.exception("watching the mounted agents directories failed; retrying")
+                    self._stop.wait(RETRY_SECONDS)
+        finally:
+            connection.close()  # reloading needs no database, but nothing may leak a connection
 
     def _watch(self) -> None:
         import watchfiles
