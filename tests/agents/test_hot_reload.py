@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 import threading
 import urllib.request
 from pathlib import Path
@@ -111,7 +112,7 @@ def test_a_broken_mounted_skill_is_a_warning_in_the_admin(mounted, client, org_a
     assert registry.get_skill_registry().by_name("hot-skill").description == "fine"
 
 
-def test_readers_never_see_a_half_loaded_set(mounted):
+def test_readers_never_see_a_half_loaded_set(mounted, monkeypatch):
     """Forty files switch between two sets of names; a reader looping meanwhile sees one set or
     the other, never a mix (a reload parses aside and swaps in one assignment)."""
     names = {side: {f"specialist-{side}{i}" for i in range(40)} for side in "ab"}
@@ -126,13 +127,25 @@ def test_readers_never_see_a_half_loaded_set(mounted):
     seen: set[frozenset[str]] = set()
     done = threading.Event()
 
+    parse = registry.AgentRegistry._parse
+
+    def parse_and_look(self, text, source, path):  # a reader in the middle of the reload itself
+        reader_once()
+        return parse(self, text, source, path)
+
+    def reader_once() -> None:
+        mounted_names = {p.name for p in registry.file_registry().all() if p.source == "mounted"}
+        seen.add(frozenset(mounted_names))
+        if mounted_names not in (names["a"], names["b"]):
+            mixed.append(mounted_names)
+
     def reader() -> None:
         while not done.is_set():
-            mounted_names = {p.name for p in registry.file_registry().all() if p.source == "mounted"}
-            seen.add(frozenset(mounted_names))
-            if mounted_names not in (names["a"], names["b"]):
-                mixed.append(mounted_names)
+            reader_once()
 
+    monkeypatch.setattr(registry.AgentRegistry, "_parse", parse_and_look)
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # the reader thread interleaves with the swap as often as it can
     thread = threading.Thread(target=reader)
     thread.start()
     try:
@@ -142,6 +155,7 @@ def test_readers_never_see_a_half_loaded_set(mounted):
     finally:
         done.set()
         thread.join(10)
+        sys.setswitchinterval(switch)
     assert not mixed, f"a reader saw a half-loaded set of {len(mixed[0])} personas"
     assert {frozenset(names["a"]), frozenset(names["b"])} <= seen
 
