@@ -75,7 +75,7 @@ def _prepare_worker(sender: Any = None, **kwargs: Any) -> None:
         raise SystemExit(refused)
     _keep_the_pool_across_tasks()
     if pool_name(pool_cls) != "prefork":
-        _watch_agent_files()  # solo / threads: this process runs the tasks
+        _watch_agent_files()  # threads / solo: this process runs the tasks (starting twice is a no-op)
     if pool_name(pool_cls) == "prefork" and _parent_pid is None:
         _parent_pid = os.getpid()
         os.register_at_fork(before=_release_database_before_fork)
@@ -134,7 +134,8 @@ def _watch_agent_files() -> None:
 
 @signals.worker_process_init.connect
 def _watch_agent_files_in_the_child(**kwargs: Any) -> None:
-    """A prefork child runs the turns, so it watches (a thread does not cross the fork)."""
+    """A prefork child runs the turns, so it watches (a thread does not cross the fork); the solo
+    pool sends this signal too."""
     _watch_agent_files()
 
 

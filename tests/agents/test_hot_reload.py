@@ -291,3 +291,25 @@ def test_a_mounted_file_edited_on_disk_is_live_in_a_running_server(tmp_path, fak
         hot.unlink()
         eventually(lambda: "specialist-hot" not in catalog(), "the deleted file's persona to go")
         assert "last version that parsed" not in admin_page()
+
+
+@pytest.mark.services
+@pytest.mark.django_db(transaction=True)
+def test_a_celery_worker_reloads_the_mounted_files_too(tmp_path, fake_llm):
+    """The worker (solo pool: the process that runs the turns) watches the same directories; its
+    log says when it re-read them (once when watching starts, then after each change)."""
+    from tests.support.servers import Worker, private_redis
+
+    root = tmp_path / "agents"
+    hot = write(root / "hot.md", persona_text("specialist-hot", "before"))
+
+    def reloads() -> int:
+        return worker.log.read_text(errors="replace").count("agent files reloaded after")
+
+    with private_redis(tmp_path) as redis:
+        env = stack_env(tmp_path, fake_llm.base_url, redis.url, ONGRID_AGENTS_DIRS=str(root))
+        worker = Worker(env, tmp_path)
+        with running(worker):
+            procs.wait_until(lambda: reloads() >= 1, DEADLINE, f"the worker to watch (log: {worker.log})")
+            write(hot, persona_text("specialist-hot", "after"))
+            procs.wait_until(lambda: reloads() >= 2, DEADLINE, f"the worker to reload (log: {worker.log})")
