@@ -133,13 +133,6 @@ def _watch_agent_files() -> None:
 
 
 @signals.worker_process_init.connect
-def _watch_agent_files_in_the_child(**kwargs: Any) -> None:
-    """A prefork child runs the turns, so it watches (a thread does not cross the fork); the solo
-    pool sends this signal too."""
-    _watch_agent_files()
-
-
-@signals.worker_process_init.connect
 def _drop_inherited_database(**kwargs: Any) -> None:
     """In a prefork child, before anything else runs in it: forget the parent's connections and
     pools without closing them (no I/O on sockets shared with the parent); the child opens its own
@@ -151,3 +144,10 @@ def _drop_inherited_database(**kwargs: Any) -> None:
         pools = getattr(type(conn), "_connection_pools", None)
         if pools and conn.alias in pools:
             _inherited.append(pools.pop(conn.alias))
+
+
+@signals.worker_process_init.connect
+def _watch_agent_files_in_the_child(**kwargs: Any) -> None:
+    """A prefork child runs the turns, so it watches (a thread does not cross the fork); the solo
+    pool sends this signal too. Connected after `_drop_inherited_database`, which must run first."""
+    _watch_agent_files()
