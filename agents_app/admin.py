@@ -149,7 +149,8 @@ class UserAgentAdmin(TenantScopedAdmin):
         organization_id = organization.pk if organization else None
         current = registry.get_registry(organization_id)
         extra = {
-            "registry_warnings": current.warnings(),
+            # mounted skill files are checked like persona files (a hot reload may break one)
+            "registry_warnings": current.warnings() + registry.get_skill_registry().warnings(),
             "file_personas": [
                 {"persona": persona, "overridden": overridden, "copyable": persona.name != REVIEWER}
                 for persona, overridden in user_agents.file_personas(organization_id)

@@ -14,6 +14,7 @@ from agents_app.gate.proposals import ProposalClosed, describe_proposal, may_sig
 from agents_app.llm.base import LLMCompletion, LLMError
 from agents_app.llm.openai_provider import OpenAIProvider
 from agents_app.personas.catalog import agent_catalog, first_line, specialists
+from agents_app.personas.hot_reload import start as watch_agent_files
 from agents_app.personas.registry import aget_registry, get_registry
 from agents_app.personas.schema import Persona, PersonaError
 from agents_app.personas.user_agents import PERSONA_FIELDS, field_errors, is_org_admin, to_markdown
@@ -81,6 +82,7 @@ __all__ = [
     "specialists",
     "get_registry",
     "aget_registry",
+    "watch_agent_files",
     # tools (docs/extending.md)
     "Tool",
     "ToolContext",

@@ -11,7 +11,7 @@ django_asgi_app = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
-from agents_app.api import reap_at_startup, remember_main_loop, run_in_background  # noqa: E402
+from agents_app.api import reap_at_startup, remember_main_loop, run_in_background, watch_agent_files  # noqa: E402
 from im_app import redelivery  # noqa: E402
 from incidents_app import startup, writeback_outbox  # noqa: E402
 from ongrid_site.origins import ExactOriginValidator  # noqa: E402
@@ -32,12 +32,13 @@ async def application(scope, receive, send):
     """The router, plus: sync views hand chat turns to this server's event loop (see executors),
     and the first request of a process closes session rows orphaned by a previous crash and, in
     the embedded shape, starts the schedule loop (docs/schedules.md) and the cluster change
-    collector (docs/kubernetes.md) and the vault repositories' sync, and delivers IM answers still
-    in the outbox (docs/im.md)."""
+    collector (docs/kubernetes.md) and the vault repositories' sync, delivers IM answers still
+    in the outbox (docs/im.md) and starts watching the mounted persona files (docs/personas.md)."""
     if remember_main_loop(asyncio.get_running_loop()):
         run_in_background(reap_at_startup())
         run_in_background(startup.recover_investigations())
         run_in_background(redelivery.resume_if_pending())  # IM answers queued before a restart
+        watch_agent_files()  # mounted persona and skill files go live when edited (docs/personas.md)
         if embedded_scheduler.should_run():
             run_in_background(embedded_scheduler.scheduler_loop())
         if cluster_collector.should_run_embedded():

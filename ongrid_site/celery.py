@@ -74,6 +74,8 @@ def _prepare_worker(sender: Any = None, **kwargs: Any) -> None:
         log.critical(refused)
         raise SystemExit(refused)
     _keep_the_pool_across_tasks()
+    if pool_name(pool_cls) != "prefork":
+        _watch_agent_files()  # threads / solo: this process runs the tasks (starting twice is a no-op)
     if pool_name(pool_cls) == "prefork" and _parent_pid is None:
         _parent_pid = os.getpid()
         os.register_at_fork(before=_release_database_before_fork)
@@ -123,6 +125,13 @@ def _release_parent_database(**kwargs: Any) -> None:
     _release_database_before_fork()
 
 
+def _watch_agent_files() -> None:
+    """Mounted persona and skill files edited on disk go live in this process (docs/personas.md)."""
+    from agents_app.api import watch_agent_files
+
+    watch_agent_files()
+
+
 @signals.worker_process_init.connect
 def _drop_inherited_database(**kwargs: Any) -> None:
     """In a prefork child, before anything else runs in it: forget the parent's connections and
@@ -135,3 +144,10 @@ def _drop_inherited_database(**kwargs: Any) -> None:
         pools = getattr(type(conn), "_connection_pools", None)
         if pools and conn.alias in pools:
             _inherited.append(pools.pop(conn.alias))
+
+
+@signals.worker_process_init.connect
+def _watch_agent_files_in_the_child(**kwargs: Any) -> None:
+    """A prefork child runs the turns, so it watches (a thread does not cross the fork); the solo
+    pool sends this signal too. Connected after `_drop_inherited_database`, which must run first."""
+    _watch_agent_files()

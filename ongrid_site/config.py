@@ -70,6 +70,7 @@ class Config:
     openai_base_url: str | None
     model: str
     agents_dirs: list[Path]
+    agents_reload: str  # watch | poll | off: hot reload of the mounted directories (docs/personas.md)
     vault_dir: Path
     prometheus_url: str | None
     loki_url: str | None
@@ -263,6 +264,18 @@ def _llm(env: Mapping[str, str]) -> str:
     return "openai" if _optional(env, "OPENAI_API_KEY") else "offline"
 
 
+AGENTS_RELOAD_MODES = ("watch", "poll", "off")
+
+
+def _agents_reload(env: Mapping[str, str]) -> str:
+    """How each process notices edits under ONGRID_AGENTS_DIRS: file-system events (`watch`), a
+    periodic scan (`poll`, for network or container mounts that send no events) or not at all."""
+    choice = (env.get("ONGRID_AGENTS_RELOAD") or "watch").strip().lower()
+    if choice not in AGENTS_RELOAD_MODES:
+        raise ConfigError(f"ONGRID_AGENTS_RELOAD must be 'watch', 'poll' or 'off', not {choice!r}.")
+    return choice
+
+
 def _number(
     env: Mapping[str, str], name: str, default: float, kind: type = float, minimum: float = 0
 ) -> float:
@@ -429,6 +442,7 @@ def load(env: Mapping[str, str] | None = None) -> Config:
         openai_base_url=_optional(env, "OPENAI_BASE_URL"),
         model=env.get("ONGRID_MODEL") or "gpt-4o-mini",
         agents_dirs=[Path(p) for p in _list(env, "ONGRID_AGENTS_DIRS", "", sep=":")],
+        agents_reload=_agents_reload(env),
         vault_dir=Path(env.get("ONGRID_VAULT_DIR") or BASE_DIR / "vault").resolve(),
         prometheus_url=_optional(env, "PROMETHEUS_URL"),
         loki_url=_optional(env, "LOKI_URL"),

@@ -73,9 +73,16 @@ def _files(root: Path, skip_skills_dir: bool) -> list[Path]:
 
 
 def _read_root(
-    root: Path, parse: Callable[[str, str, str], T], source: str, skip_skills_dir: bool
+    root: Path,
+    parse: Callable[[str, str, str], T],
+    source: str,
+    skip_skills_dir: bool,
+    last_good: Mapping[str, T] | None = None,
 ) -> tuple[dict[str, T], list[str]]:
-    """Parse every file of one root. Bad files and same-name files become warnings, never errors."""
+    """Parse every file of one root. Bad files and same-name files become warnings, never errors.
+
+    `last_good` (path -> item) is what a hot reload had loaded: a file that stops parsing keeps
+    that version, so a half-saved edit never makes a persona vanish from a running fleet."""
     items: dict[str, T] = {}
     warnings: list[str] = []
     if not root.is_dir():
@@ -84,12 +91,13 @@ def _read_root(
     for path in _files(root, skip_skills_dir):
         try:
             item = parse(path.read_text(encoding="utf-8"), source, str(path))
-        except PersonaError as exc:
-            warnings.append(str(exc))
-            continue
-        except (OSError, UnicodeDecodeError) as exc:
-            warnings.append(f"{path}: cannot be read ({exc})")
-            continue
+        except (PersonaError, OSError, UnicodeDecodeError) as exc:
+            problem = str(exc) if isinstance(exc, PersonaError) else f"{path}: cannot be read ({exc})"
+            item = (last_good or {}).get(str(path))
+            if item is None:
+                warnings.append(problem)
+                continue
+            warnings.append(f"{problem} (the last version that parsed stays loaded)")
         if item.name in items:
             kept = items[item.name].path
             warnings.append(f"two files are named {item.name!r}: {kept} and {path}; using {kept}")
@@ -114,10 +122,12 @@ class _FileRegistry(Generic[T]):
     def _lint(self, item: T) -> list[str]:
         return []
 
-    def _read(self, root: Path | str) -> tuple[dict[str, T], list[str]]:
+    def _read(
+        self, root: Path | str, last_good: Mapping[str, T] | None = None
+    ) -> tuple[dict[str, T], list[str]]:
         root = Path(root)
         source = _source_of(root, self.builtin_dir)
-        items, warnings = _read_root(root, self._parse, source, self.skip_skills_dir)
+        items, warnings = _read_root(root, self._parse, source, self.skip_skills_dir, last_good)
         for item in items.values():
             warnings.extend(self._lint(item))
         return items, warnings
@@ -139,12 +149,16 @@ class _FileRegistry(Generic[T]):
             merged = self._overlay(dict(current.items), items, root)
             self._snapshot = _Snapshot(merged, current.warnings + tuple(warnings))
 
-    def reload(self, *roots: Path | str) -> None:
-        """Replace everything with the files of `roots` (later roots win), in one swap."""
+    def reload(self, *roots: Path | str, keep_last_good: bool = False) -> None:
+        """Replace everything with the files of `roots` (later roots win), in one swap.
+
+        With `keep_last_good` (a hot reload), a file that no longer parses keeps the version
+        loaded now instead of disappearing; the warning says so."""
+        last_good = {item.path: item for item in self._snapshot.items.values()} if keep_last_good else None
         merged: dict[str, T] = {}
         warnings: list[str] = []
         for root in roots:
-            items, root_warnings = self._read(root)
+            items, root_warnings = self._read(root, last_good)
             merged = self._overlay(merged, items, root)
             warnings.extend(root_warnings)
         with self._write_lock:
@@ -264,12 +278,14 @@ class AgentRegistry(_FileRegistry[Persona]):
 class _Overlay:
     registry: AgentRegistry
     version: int
+    files_generation: int = 0
 
 
 _lock = threading.RLock()  # re-entrant: loading personas consults the skill registry
 _files_registry: AgentRegistry | None = None
 _skill_registry: SkillRegistry | None = None
 _overlays: dict[int, _Overlay] = {}
+_files_generation = 0  # bumped by every hot reload: overlays built before it rebuild (their lint)
 
 
 def mounted_dirs() -> list[Path]:
@@ -288,6 +304,30 @@ def get_skill_registry() -> SkillRegistry:
     return _skill_registry
 
 
+def files_generation() -> int:
+    """How many times this process has re-read its persona and skill files (hot reload)."""
+    return _files_generation
+
+
+def reload_files() -> int:
+    """Re-read the built-in and mounted skills and personas aside and swap each set in with one
+    assignment; return the new files generation.
+
+    The registries are reloaded in place, so every organization's overlay (whose parent is the
+    file registry) sees the new personas at once; the bumped generation makes each overlay
+    rebuild on its next use, so its warnings (unknown skills, ...) are checked against the new
+    files too. A file that stops parsing keeps its last good version. A turn already running
+    holds its `Persona` object and is not affected."""
+    global _files_generation
+    with _lock:
+        skills = get_skill_registry()
+        skills.reload(BUILTIN_SKILLS_DIR, *(d / SKILLS_SUBDIR for d in mounted_dirs()), keep_last_good=True)
+        personas = file_registry()
+        personas.reload(BUILTIN_PERSONAS_DIR, *mounted_dirs(), keep_last_good=True)
+        _files_generation += 1
+        return _files_generation
+
+
 def file_registry() -> AgentRegistry:
     """The built-in and mounted personas of this process (layers 1–2), loaded once."""
     global _files_registry
@@ -303,6 +343,7 @@ def file_registry() -> AgentRegistry:
 
 def _overlay_for(organization_id: int, version: int, rows: Iterable) -> AgentRegistry:
     """Rebuild (or create) the organization's overlay from its enabled user-agent rows."""
+    generation = _files_generation  # read before the files: a reload meanwhile rebuilds again
     base = file_registry()
     personas, warnings = [], []
     holder = _overlays.get(organization_id)
@@ -317,8 +358,16 @@ def _overlay_for(organization_id: int, version: int, rows: Iterable) -> AgentReg
         warnings.extend(registry.lint(persona))
     registry.install(personas, warnings)
     with _lock:
-        _overlays[organization_id] = _Overlay(registry, version)
+        _overlays[organization_id] = _Overlay(registry, version, generation)
     return registry
+
+
+def _fresh_overlay(organization_id: int, version: int) -> AgentRegistry | None:
+    """The organization's overlay if it was built at `version` and at the current files generation."""
+    holder = _overlays.get(organization_id)
+    if holder is not None and holder.version == version and holder.files_generation == _files_generation:
+        return holder.registry
+    return None
 
 
 def get_registry(organization_id: int | None = None) -> AgentRegistry:
@@ -329,9 +378,9 @@ def get_registry(organization_id: int | None = None) -> AgentRegistry:
     if organization_id is None:
         return file_registry()
     version = RegistryVersion.current(organization_id)
-    holder = _overlays.get(organization_id)
-    if holder is not None and holder.version == version:
-        return holder.registry
+    fresh = _fresh_overlay(organization_id, version)
+    if fresh is not None:
+        return fresh
     rows = list(UserAgent.objects.filter(organization_id=organization_id, enabled=True).order_by("name"))
     return _overlay_for(organization_id, version, rows)
 
@@ -341,9 +390,9 @@ async def aget_registry(organization_id: int | None = None) -> AgentRegistry:
     if organization_id is None:
         return file_registry()
     version = await RegistryVersion.acurrent(organization_id)
-    holder = _overlays.get(organization_id)
-    if holder is not None and holder.version == version:
-        return holder.registry
+    fresh = _fresh_overlay(organization_id, version)
+    if fresh is not None:
+        return fresh
     rows = [
         row
         async for row in UserAgent.objects.filter(organization_id=organization_id, enabled=True).order_by(

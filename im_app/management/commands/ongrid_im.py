@@ -8,6 +8,7 @@ import signal
 
 from django.utils.translation import gettext_lazy as _
 
+from agents_app.api import watch_agent_files
 from im_app.outbound import run_all
 from ops_app.core.commands import LocalizedCommand
 
@@ -18,6 +19,7 @@ class Command(LocalizedCommand):
     )
 
     def handle(self, *args, **options) -> None:
+        watch_agent_files()  # the turns this process runs see mounted persona edits (docs/personas.md)
         asyncio.run(self._main())
 
     async def _main(self) -> None:
