@@ -76,7 +76,7 @@ def _read_root(
     root: Path,
     parse: Callable[[str, str, str], T],
     source: str,
-    skip_skills_dir: bool,
+    paths: Callable[[Path], list[Path]],
     last_good: Mapping[str, T] | None = None,
 ) -> tuple[dict[str, T], list[str]]:
     """Parse every file of one root. Bad files and same-name files become warnings, never errors.
@@ -88,7 +88,7 @@ def _read_root(
     if not root.is_dir():
         log.info("agents root %s does not exist; it contributes nothing", root)
         return items, warnings
-    for path in _files(root, skip_skills_dir):
+    for path in paths(root):
         try:
             item = parse(path.read_text(encoding="utf-8"), source, str(path))
         except (PersonaError, OSError, UnicodeDecodeError) as exc:
@@ -122,12 +122,16 @@ class _FileRegistry(Generic[T]):
     def _lint(self, item: T) -> list[str]:
         return []
 
+    def _paths(self, root: Path) -> list[Path]:
+        """The files of one root this registry reads."""
+        return _files(root, self.skip_skills_dir)
+
     def _read(
         self, root: Path | str, last_good: Mapping[str, T] | None = None
     ) -> tuple[dict[str, T], list[str]]:
         root = Path(root)
         source = _source_of(root, self.builtin_dir)
-        items, warnings = _read_root(root, self._parse, source, self.skip_skills_dir, last_good)
+        items, warnings = _read_root(root, self._parse, source, self._paths, last_good)
         for item in items.values():
             warnings.extend(self._lint(item))
         return items, warnings
@@ -186,12 +190,13 @@ class SkillRegistry(_FileRegistry[Skill]):
     skip_skills_dir = False
 
     def _parse(self, text: str, source: str, path: str) -> Skill:
-        return parse_skill(text, source, path)
+        folder = str(Path(path).parent) if Path(path).name == skill_sources.SKILL_FILE else None
+        return parse_skill(text, source, path, folder=folder)
 
-    def _read(self, root: Path | str) -> tuple[dict[str, Skill], list[str]]:
-        """A folder's other files are the skill's extra files, not skills of their own."""
-        root = Path(root)
-        return skill_sources.read_skill_root(root, _source_of(root, self.builtin_dir))
+    def _paths(self, root: Path) -> list[Path]:
+        """Single `.md` skills and `<name>/SKILL.md` folders: a folder's other files are the
+        skill's extra files, not skills of their own."""
+        return skill_sources.skill_paths(root)
 
 
 class AgentRegistry(_FileRegistry[Persona]):

@@ -24,7 +24,7 @@ from pathlib import Path, PurePosixPath
 
 from asgiref.sync import sync_to_async
 
-from agents_app.personas.schema import REVIEWER, Persona, PersonaError, Skill, matches_any, parse_skill
+from agents_app.personas.schema import REVIEWER, Persona, Skill, matches_any
 
 log = logging.getLogger(__name__)
 
@@ -84,30 +84,6 @@ def skill_paths(root: Path) -> list[Path]:
             continue
         found.append(path)
     return sorted(found)
-
-
-def read_skill_root(root: Path, source: str) -> tuple[dict[str, Skill], list[str]]:
-    """Parse every skill of one directory. Bad files and duplicate names become warnings."""
-    skills: dict[str, Skill] = {}
-    warnings: list[str] = []
-    if not root.is_dir():
-        return skills, warnings
-    for path in skill_paths(root):
-        folder = str(path.parent) if path.name == SKILL_FILE else None
-        try:
-            skill = parse_skill(path.read_text(encoding="utf-8"), source, str(path), folder=folder)
-        except PersonaError as exc:
-            warnings.append(str(exc))
-            continue
-        except (OSError, UnicodeDecodeError) as exc:
-            warnings.append(f"{path}: cannot be read ({exc})")
-            continue
-        if skill.name in skills:
-            kept = skills[skill.name].path
-            warnings.append(f"two skills are named {skill.name!r}: {kept} and {path}; using {kept}")
-            continue
-        skills[skill.name] = skill
-    return skills, warnings
 
 
 # ---------------------------------------------------------------------------------------------
