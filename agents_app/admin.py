@@ -22,24 +22,9 @@ from ops_app.admin.scoping import ReadOnlyTenantAdmin, TenantScopedAdmin, visibl
 from ops_app.tenancy.scoping import organization_of, sees_all_tenants
 
 
-@admin.register(UserAgent)
-class UserAgentAdmin(TenantScopedAdmin):
-    form = UserAgentForm
-    list_display = ("name", "description", "permission_mode", "enabled", "updated_at")
-    list_filter = ("enabled", "permission_mode")
-    search_fields = ("name", "description", "when_to_use")
-    readonly_fields = ("created_by", "created_at", "updated_at")
-    actions = ("enable_agents", "disable_agents")
-    fieldsets = (
-        (None, {"fields": ("name", "description", "when_to_use", "enabled", "body")}),
-        (_("Tools and permissions"), {"fields": ("tools", "disallowed_tools", "permission_mode")}),
-        (_("Limits and model"), {"fields": ("max_turns", "max_tool_calls", "model")}),
-        (_("Prompt additions"), {"fields": ("critical_reminder", "skills", "extra")}),
-        (_("History"), {"fields": ("created_by", "created_at", "updated_at")}),
-    )
-
-    class Media:
-        css = {"all": ("css/agents_admin.css",)}
+class AuthoredInOrganizationAdmin(TenantScopedAdmin):
+    """What an organization writes itself (user agents, user skills): the form checks against the
+    request's organization, platform staff pick the organization, and the author is recorded."""
 
     def get_fieldsets(self, request, obj=None):
         fieldsets = super().get_fieldsets(request, obj)
@@ -60,6 +45,26 @@ class UserAgentAdmin(TenantScopedAdmin):
         if not change and obj.created_by_id is None:
             obj.created_by = request.user
         super().save_model(request, obj, form, change)
+
+
+@admin.register(UserAgent)
+class UserAgentAdmin(AuthoredInOrganizationAdmin):
+    form = UserAgentForm
+    list_display = ("name", "description", "permission_mode", "enabled", "updated_at")
+    list_filter = ("enabled", "permission_mode")
+    search_fields = ("name", "description", "when_to_use")
+    readonly_fields = ("created_by", "created_at", "updated_at")
+    actions = ("enable_agents", "disable_agents")
+    fieldsets = (
+        (None, {"fields": ("name", "description", "when_to_use", "enabled", "body")}),
+        (_("Tools and permissions"), {"fields": ("tools", "disallowed_tools", "permission_mode")}),
+        (_("Limits and model"), {"fields": ("max_turns", "max_tool_calls", "model")}),
+        (_("Prompt additions"), {"fields": ("critical_reminder", "skills", "extra")}),
+        (_("History"), {"fields": ("created_by", "created_at", "updated_at")}),
+    )
+
+    class Media:
+        css = {"all": ("css/agents_admin.css",)}
 
     @admin.action(description=_("Enable selected agents"), permissions=["change"])
     def enable_agents(self, request, queryset):
@@ -248,7 +253,7 @@ class UserAgentAdmin(TenantScopedAdmin):
 
 
 @admin.register(UserSkill)
-class UserSkillAdmin(TenantScopedAdmin):
+class UserSkillAdmin(AuthoredInOrganizationAdmin):
     """An organization's skills (docs/skills.md); the skill files' parse warnings show above the list."""
 
     form = UserSkillForm
@@ -261,26 +266,6 @@ class UserSkillAdmin(TenantScopedAdmin):
         (_("Extra files"), {"fields": ("files",)}),
         (_("History"), {"fields": ("created_by", "created_at", "updated_at")}),
     )
-
-    def get_fieldsets(self, request, obj=None):
-        fieldsets = super().get_fieldsets(request, obj)
-        if sees_all_tenants(request.user):
-            return ((None, {"fields": ("organization",)}), *fieldsets)
-        return fieldsets
-
-    def get_form(self, request, obj=None, change=False, **kwargs):
-        form_class = super().get_form(request, obj, change, **kwargs)
-
-        class RequestForm(form_class):
-            def __init__(self, *args, **inner):
-                super().__init__(*args, request=request, **inner)
-
-        return RequestForm
-
-    def save_model(self, request, obj, form, change):
-        if not change and obj.created_by_id is None:
-            obj.created_by = request.user
-        super().save_model(request, obj, form, change)
 
     def changelist_view(self, request, extra_context=None):
         """Warnings of the skill files (a SKILL.md that does not parse) shown above the list."""
