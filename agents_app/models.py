@@ -18,7 +18,26 @@ from agents_app.personas.schema import (
 from ops_app.models.tenancy import TenantModel
 
 
-class UserAgent(TenantModel):
+class AuthoredInOrganization(TenantModel):
+    """What an organization's people write themselves (user agents, user skills): who wrote it
+    and when, the history their admin pages show."""
+
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("created by"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
+    updated_at = models.DateTimeField(verbose_name=_("updated at"), auto_now=True)
+
+    class Meta:
+        abstract = True
+
+
+class UserAgent(AuthoredInOrganization):
     """A persona written in the admin by an organization (the top layer of the registry, docs/personas.md).
 
     Every persona key is a column so the admin can validate each one as a field; `extra` keeps
@@ -84,16 +103,6 @@ class UserAgent(TenantModel):
     enabled = models.BooleanField(
         verbose_name=_("enabled"), default=True, help_text=_("Disabled agents are not in the registry.")
     )
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        verbose_name=_("created by"),
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-    )
-    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
-    updated_at = models.DateTimeField(verbose_name=_("updated at"), auto_now=True)
 
     class Meta:
         verbose_name = _("user agent")
@@ -132,7 +141,7 @@ class UserAgent(TenantModel):
         return persona_from_mapping(self.front_matter(), self.body.strip(), source="user", path=None)
 
 
-class UserSkill(TenantModel):
+class UserSkill(AuthoredInOrganization):
     """A skill written in the admin by an organization (docs/skills.md): offered only to its agents.
 
     The same fields as a `SKILL.md` folder: front-matter keys as columns, the body, and the
@@ -168,16 +177,6 @@ class UserSkill(TenantModel):
     enabled = models.BooleanField(
         verbose_name=_("enabled"), default=True, help_text=_("Disabled skills are offered to no agent.")
     )
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        verbose_name=_("created by"),
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-    )
-    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
-    updated_at = models.DateTimeField(verbose_name=_("updated at"), auto_now=True)
 
     class Meta:
         verbose_name = _("user skill")
