@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import dataclasses
+import gc
 import warnings
 
 import pytest
@@ -95,9 +96,17 @@ def outsider(other_org):
 @pytest.fixture(autouse=True)
 def fresh_channel_layer():
     """Each test gets its own channel layer: the Redis layer's locks and pools belong to the event
-    loop that first used them, and every async test runs on a new loop."""
+    loop that first used them, and every async test runs on a new loop.
+
+    A layer that was used is collected here, at a safe point: its Redis receive task outlives the
+    test's closed loop, and if the garbage collector destroyed it later, inside Python 3.11's
+    ast.parse (pytest rewriting a module), the traceback it prints would be parsed too and the run
+    would end in "SystemError: AST constructor recursion depth mismatch"."""
     yield
+    used = bool(channel_layers.backends)
     channel_layers.backends.clear()
+    if used:
+        gc.collect()
 
 
 @pytest.fixture(scope="session")
@@ -139,3 +148,9 @@ def pytest_runtest_teardown(item) -> None:
     cancelled = settle_background(0)
     message = f"{item.nodeid} left {cancelled} background task(s) running; cancelled:\n{still}"
     warnings.warn(message, stacklevel=1)
+
+
+def pytest_sessionfinish(session) -> None:
+    """Whatever the tests left for the garbage collector is destroyed now, before the terminal
+    summary imports (and pytest rewrites) modules: see fresh_channel_layer."""
+    gc.collect()
