@@ -103,6 +103,16 @@ class UserAgent(AuthoredInOrganization):
     enabled = models.BooleanField(
         verbose_name=_("enabled"), default=True, help_text=_("Disabled agents are not in the registry.")
     )
+    pack = models.ForeignKey(
+        "agents_app.Pack",
+        verbose_name=_("pack"),
+        null=True,
+        blank=True,
+        editable=False,
+        on_delete=models.CASCADE,
+        related_name="%(class)ss",
+        help_text=_("The pack that installed it; uninstalling the pack removes it."),
+    )
 
     class Meta:
         verbose_name = _("user agent")
@@ -177,6 +187,16 @@ class UserSkill(AuthoredInOrganization):
     enabled = models.BooleanField(
         verbose_name=_("enabled"), default=True, help_text=_("Disabled skills are offered to no agent.")
     )
+    pack = models.ForeignKey(
+        "agents_app.Pack",
+        verbose_name=_("pack"),
+        null=True,
+        blank=True,
+        editable=False,
+        on_delete=models.CASCADE,
+        related_name="%(class)ss",
+        help_text=_("The pack that installed it; uninstalling the pack removes it."),
+    )
 
     class Meta:
         verbose_name = _("user skill")
@@ -204,6 +224,133 @@ class UserSkill(AuthoredInOrganization):
             always=self.always,
             files=dict(self.files or {}),
         )
+
+
+class TrustedPackKey(TenantModel):
+    """An ed25519 public key (minisign format) whose signatures the organization accepts on packs
+    (docs/packs.md). The key id is read from the key itself."""
+
+    name = models.CharField(verbose_name=_("name"), max_length=100, help_text=_("Who signs with it."))
+    public_key = models.TextField(
+        verbose_name=_("public key"),
+        help_text=_("The minisign public key: the .pub file, or its second line (starts with RW)."),
+    )
+    key_id = models.CharField(verbose_name=_("key ID"), max_length=16, editable=False)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("created by"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("trusted pack key")
+        verbose_name_plural = _("trusted pack keys")
+        db_table = "agent_pack_trusted_keys"
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["organization", "key_id"], name="pack_key_org_id_uniq")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.key_id})"
+
+
+class Pack(TenantModel):
+    """A pack installed in an organization (docs/packs.md): what its current release put in the
+    registry (user agents and skills linked by `pack`, MCP servers by name) and where it came from."""
+
+    class SourceKind(models.TextChoices):
+        FILE = "file", _("uploaded file")
+        GIT = "git", _("Git repository")
+        CATALOG = "catalog", _("catalog")
+
+    name = models.CharField(verbose_name=_("name"), max_length=NAME_MAX_LENGTH)
+    version = models.CharField(verbose_name=_("version"), max_length=50)
+    description = models.CharField(verbose_name=_("description"), max_length=500, blank=True)
+    author = models.CharField(verbose_name=_("author"), max_length=200, blank=True)
+    source_kind = models.CharField(verbose_name=_("source"), max_length=10, choices=SourceKind.choices)
+    source_url = models.CharField(verbose_name=_("source URL"), max_length=500, blank=True)
+    source_ref = models.CharField(verbose_name=_("Git ref"), max_length=200, blank=True)
+    source_path = models.CharField(verbose_name=_("path in the repository"), max_length=300, blank=True)
+    signed_by = models.CharField(
+        verbose_name=_("signed by"), max_length=150, blank=True, help_text=_("Blank: installed unsigned.")
+    )
+    mcp_servers = models.JSONField(
+        verbose_name=_("MCP servers"), default=list, blank=True, help_text=_("Names of the servers it added.")
+    )
+    installed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("installed by"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    installed_at = models.DateTimeField(verbose_name=_("installed at"), auto_now_add=True)
+    updated_at = models.DateTimeField(verbose_name=_("updated at"), auto_now=True)
+
+    class Meta:
+        verbose_name = _("pack")
+        verbose_name_plural = _("packs")
+        db_table = "agent_packs"
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["organization", "name"], name="pack_org_name_uniq")]
+
+    def __str__(self) -> str:
+        return f"{self.name} {self.version}"
+
+
+class PackRelease(TenantModel):
+    """One version of a pack as it was fetched: the archive kept so that a rollback reinstalls
+    exactly it. `staged` = previewed, not installed yet; `installed` = the pack's current release;
+    `superseded` = an earlier installed one (the rollback target is the newest of those)."""
+
+    class Status(models.TextChoices):
+        STAGED = "staged", _("previewed")
+        INSTALLED = "installed", _("installed")
+        SUPERSEDED = "superseded", _("superseded")
+
+    pack = models.ForeignKey(
+        Pack, verbose_name=_("pack"), null=True, blank=True, on_delete=models.CASCADE, related_name="releases"
+    )
+    name = models.CharField(verbose_name=_("name"), max_length=NAME_MAX_LENGTH)
+    version = models.CharField(verbose_name=_("version"), max_length=50)
+    status = models.CharField(verbose_name=_("status"), max_length=12, choices=Status.choices)
+    manifest = models.JSONField(verbose_name=_("manifest"), default=dict)
+    archive = models.BinaryField(verbose_name=_("archive"))
+    sha256 = models.CharField(verbose_name=_("SHA-256"), max_length=64)
+    source_kind = models.CharField(verbose_name=_("source"), max_length=10, choices=Pack.SourceKind.choices)
+    source_url = models.CharField(verbose_name=_("source URL"), max_length=500, blank=True)
+    source_ref = models.CharField(verbose_name=_("Git ref"), max_length=200, blank=True)
+    source_path = models.CharField(verbose_name=_("path in the repository"), max_length=300, blank=True)
+    signed_by = models.CharField(verbose_name=_("signed by"), max_length=150, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("fetched by"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    created_at = models.DateTimeField(verbose_name=_("fetched at"), auto_now_add=True)
+    installed_at = models.DateTimeField(verbose_name=_("installed at"), null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("pack release")
+        verbose_name_plural = _("pack releases")
+        db_table = "agent_pack_releases"
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["organization", "name", "status"], name="pack_release_org_name_idx"),
+            models.Index(fields=["pack", "status", "-installed_at"], name="pack_release_pack_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} {self.version} ({self.status})"
 
 
 class RegistryVersion(TenantModel):

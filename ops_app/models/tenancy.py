@@ -64,6 +64,11 @@ class Organization(models.Model):
             "IANA zone the organization works in (e.g. Europe/Madrid): new schedules run on its clock."
         ),
     )
+    allow_unsigned_packs = models.BooleanField(
+        verbose_name=_("allow unsigned packs"),
+        default=False,
+        help_text=_("Packs without a signature from one of the trusted pack keys may be installed."),
+    )
     created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
 
     class Meta:
