@@ -14,6 +14,7 @@ from django.utils.http import urlencode
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
+import agents_app.packs.admin  # noqa: F401 - registers the pack and trusted-key admins
 from agents_app.forms import ImportForm, UserAgentForm, UserSkillForm
 from agents_app.models import MutatingProposal, UserAgent, UserSkill
 from agents_app.personas import registry, user_agents
@@ -50,17 +51,17 @@ class AuthoredInOrganizationAdmin(TenantScopedAdmin):
 @admin.register(UserAgent)
 class UserAgentAdmin(AuthoredInOrganizationAdmin):
     form = UserAgentForm
-    list_display = ("name", "description", "permission_mode", "enabled", "updated_at")
-    list_filter = ("enabled", "permission_mode")
+    list_display = ("name", "description", "permission_mode", "enabled", "pack", "updated_at")
+    list_filter = ("enabled", "permission_mode", "pack")
     search_fields = ("name", "description", "when_to_use")
-    readonly_fields = ("created_by", "created_at", "updated_at")
+    readonly_fields = ("pack", "created_by", "created_at", "updated_at")
     actions = ("enable_agents", "disable_agents")
     fieldsets = (
         (None, {"fields": ("name", "description", "when_to_use", "enabled", "body")}),
         (_("Tools and permissions"), {"fields": ("tools", "disallowed_tools", "permission_mode")}),
         (_("Limits and model"), {"fields": ("max_turns", "max_tool_calls", "model")}),
         (_("Prompt additions"), {"fields": ("critical_reminder", "skills", "extra")}),
-        (_("History"), {"fields": ("created_by", "created_at", "updated_at")}),
+        (_("History"), {"fields": ("pack", "created_by", "created_at", "updated_at")}),
     )
 
     class Media:
@@ -257,14 +258,14 @@ class UserSkillAdmin(AuthoredInOrganizationAdmin):
     """An organization's skills (docs/skills.md); the skill files' parse warnings show above the list."""
 
     form = UserSkillForm
-    list_display = ("name", "description", "always", "enabled", "updated_at")
-    list_filter = ("enabled", "always")
+    list_display = ("name", "description", "always", "enabled", "pack", "updated_at")
+    list_filter = ("enabled", "always", "pack")
     search_fields = ("name", "description", "when_to_use")
-    readonly_fields = ("created_by", "created_at", "updated_at")
+    readonly_fields = ("pack", "created_by", "created_at", "updated_at")
     fieldsets = (
         (None, {"fields": ("name", "description", "when_to_use", "enabled", "always", "body")}),
         (_("Extra files"), {"fields": ("files",)}),
-        (_("History"), {"fields": ("created_by", "created_at", "updated_at")}),
+        (_("History"), {"fields": ("pack", "created_by", "created_at", "updated_at")}),
     )
 
     def changelist_view(self, request, extra_context=None):

@@ -20,6 +20,8 @@ GROUPS = (
         (
             "agents_app.useragent",
             "agents_app.userskill",
+            "agents_app.pack",
+            "agents_app.trustedpackkey",
             "agents_app.mutatingproposal",
             "incidents_app.investigationpolicy",
             "incidents_app.investigation",

@@ -2,9 +2,10 @@
 ChangeEvent row in the same transaction, so a rolled-back edit leaves no phantom event.
 
 Tracked: devices, alert rules, topology nodes and edges, Alertmanager receivers, data sources and, when the
-agents app defines it, `agents_app.UserAgent`. The actor is whoever `acting_as()` names; the
-`ChangeActorMiddleware` names the request's user for every request (the admin included), so an
-edit through any view is attributed without each view remembering to do it.
+agents app defines them, its user agents, user skills, packs and trusted pack keys. The actor is
+whoever `acting_as()` names; the `ChangeActorMiddleware` names the request's user for every
+request (the admin included), so an edit through any view is attributed without each view
+remembering to do it.
 
 Secrets (every encrypted field, SSH keys and passwords, token hashes, anything whose field name
 says so) never enter a diff: only the fact that such a field changed is kept, by name.
@@ -61,6 +62,9 @@ TRACKED_MODELS = {
     "ops_app.McpServer": "mcp_server",
     "ops_app.McpTool": "mcp_tool",
     "agents_app.UserAgent": "user_agent",
+    "agents_app.UserSkill": "user_skill",
+    "agents_app.Pack": "pack",
+    "agents_app.TrustedPackKey": "trusted_pack_key",
 }
 
 
