@@ -189,11 +189,8 @@ def install(release: PackRelease, user, *, confirm_coordinator: bool = False) ->
 
 def rollback(pack: Pack, user) -> Pack:
     """Reinstall the newest superseded release of `pack`, exactly its stored archive."""
-    target = (
-        PackRelease.objects.filter(organization_id=pack.organization_id, pack=pack, status=Status.SUPERSEDED)
-        .order_by("-installed_at", "-created_at")
-        .first()
-    )
+    _require_manager(user, pack.organization)
+    target = rollback_target(pack)
     if target is None:
         raise PackError(_("There is no earlier version to roll back to."))
     # It was confirmed when it was first installed; only org admins get this far.
@@ -203,7 +200,7 @@ def rollback(pack: Pack, user) -> Pack:
 def rollback_target(pack: Pack) -> PackRelease | None:
     """The release a rollback would reinstall (for the pack's page), or None."""
     return (
-        PackRelease.objects.filter(pack=pack, status=Status.SUPERSEDED)
+        PackRelease.objects.filter(organization_id=pack.organization_id, pack=pack, status=Status.SUPERSEDED)
         .order_by("-installed_at", "-created_at")
         .first()
     )

@@ -17,6 +17,8 @@ from agents_app.personas import registry
 from agents_app.personas import skills as skill_sources
 from audit_app.models import AuditLog
 from ops_app.models import ChangeEvent, McpServer
+from ops_app.tenancy import roles
+from ops_app.tenancy.accounts import create_user
 from tests.support.packs import PERSONA, minisign_keypair, sign_with_minisign, write_pack
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the audit row is written after the commit
@@ -377,19 +379,25 @@ def test_change_events_and_audit_rows_name_the_admin_and_never_a_token(
     assert stored and not any(secret in text for text in stored)
 
 
-def test_another_organization_sees_none_of_it(tmp_path, org, other_org, org_admin, outsider, keys, trusted):
+def test_another_organization_sees_none_of_it(tmp_path, org, other_org, org_admin, keys, trusted):
+    their_admin = create_user("olga", "olga-pass-123", other_org, roles.ORG_ADMIN)
     release = stage(org, signed(tmp_path, keys, mcp_servers=MCP), org_admin)
     with pytest.raises(PermissionDenied):
-        install.install(release, outsider)
+        install.install(release, their_admin)
     pack = install.install(release, org_admin)
 
     assert registry.get_registry(other_org.pk).by_name("specialist-packs") is None
     assert "pack-runbook" not in skill_sources.available_skills(other_org.pk)
-    assert (
-        not Pack.objects.for_user(outsider).exists() and not PackRelease.objects.for_user(outsider).exists()
-    )
+    assert not Pack.objects.for_user(their_admin).exists()
+    assert not PackRelease.objects.for_user(their_admin).exists()
     assert not McpServer.objects.filter(organization=other_org).exists()
-    for operation in (install.uninstall, install.rollback):
+    for operation in (install.uninstall, install.rollback, install.upgrade_from_source):
         with pytest.raises(PermissionDenied):
-            operation(pack, outsider)
+            operation(pack, their_admin)
     assert Pack.objects.filter(pk=pack.pk).exists()
+    # Their own copy of the same pack is theirs alone: no conflict with the first organization's.
+    TrustedPackKey.objects.create(
+        organization=other_org, name="Pack Author", public_key=keys.public_text, key_id=keys.key_id
+    )
+    theirs = install_files(other_org, signed(tmp_path, keys, folder="again", mcp_servers=MCP), their_admin)
+    assert theirs.organization == other_org and Pack.objects.count() == 2
