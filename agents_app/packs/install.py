@@ -41,6 +41,7 @@ INSTALL_TOOL, UNINSTALL_TOOL, ROLLBACK_TOOL = "pack_install", "pack_uninstall", 
 # Superseded releases kept per pack for rollbacks (the newest ones); older archives are dropped.
 KEPT_RELEASES = 5
 Status = PackRelease.Status
+SOURCE_COMMIT = "source_commit"  # kept in a Git release's stored manifest
 
 
 def may_manage(user, organization) -> bool:
@@ -109,8 +110,8 @@ def stage_upload(organization, data: bytes, filename: str, *, user) -> PackRelea
 
 def stage_git(organization, url: str, ref: str, path: str = "", *, token: str = "", user) -> PackRelease:
     """The pack at `path` of a Git repository's `ref`; the token is used for this fetch only."""
-    files, _commit = sources.fetch_git(url, ref, path, token=token)
-    return stage(
+    files, commit = sources.fetch_git(url, ref, path, token=token)
+    release = stage(
         organization,
         files,
         source_kind=Pack.SourceKind.GIT,
@@ -119,6 +120,10 @@ def stage_git(organization, url: str, ref: str, path: str = "", *, token: str = 
         source_path=path,
         user=user,
     )
+    # The ref moves; the commit says which tree this release is (shown beside its version).
+    release.manifest = {**release.manifest, SOURCE_COMMIT: commit}
+    release.save(update_fields=["manifest"])
+    return release
 
 
 def stage_catalog(organization, index_url: str, name: str, version: str = "", *, user) -> PackRelease:
@@ -316,8 +321,8 @@ def _check(kind: str, name: str, errors: dict[str, list[str]]) -> None:
     if errors:
         messages = [f"{field}: {message}" for field, items in errors.items() for message in items]
         raise PackError(
-            _("%(kind)s %(name)s: %(errors)s")
-            % {"kind": kind, "name": repr(name), "errors": " ".join(messages)}
+            _("%(kind)s %(name)s: %(message)s")
+            % {"kind": kind, "name": repr(name), "message": " ".join(messages)}
         )
 
 

@@ -99,6 +99,15 @@ class Change:
     status: str  # ADDED, REMOVED, CHANGED or UNCHANGED
     diff: str = ""  # unified diff of the persona file / skill text / server settings
 
+    @property
+    def kind_label(self) -> str:
+        return kind_label(self.kind)
+
+    @property
+    def status_label(self) -> str:
+        labels = {ADDED: _("added"), REMOVED: _("removed"), CHANGED: _("changed"), UNCHANGED: _("unchanged")}
+        return labels[self.status]
+
 
 @dataclass(frozen=True)
 class Removals:
@@ -133,6 +142,7 @@ class Preview:
     source_url: str
     source_ref: str
     source_path: str
+    source_commit: str  # the Git commit a Git release came from ("" otherwise)
     signer: str  # "name (key id)" of the trusted key; "" when the pack is unsigned
     personas: tuple[PersonaPlan, ...]
     skills: tuple[SkillPlan, ...]
@@ -165,6 +175,20 @@ class Preview:
         return "upgrade" if order > 0 else "downgrade" if order < 0 else "reinstall"
 
     @property
+    def direction_label(self) -> str:
+        labels = {
+            "install": _("first install"),
+            "upgrade": _("upgrade"),
+            "downgrade": _("downgrade"),
+            "reinstall": _("same version again"),
+        }
+        return labels[self.direction]
+
+    @property
+    def source_label(self) -> str:
+        return str(Pack.SourceKind(self.source_kind).label) if self.source_kind else ""
+
+    @property
     def has_coordinator(self) -> bool:
         return any(persona.is_coordinator for persona in self.personas)
 
@@ -175,6 +199,10 @@ class Preview:
     @property
     def changed(self) -> tuple[Change, ...]:
         return tuple(change for change in self.changes if change.status != UNCHANGED)
+
+
+def kind_label(kind: str) -> str:
+    return {AGENT: _("agent"), SKILL: _("skill"), MCP_SERVER: _("MCP server")}[kind]
 
 
 def compare_versions(first: str, second: str) -> int:
@@ -204,6 +232,7 @@ def preview(organization, contents: PackContents, *, release: PackRelease, user)
         source_url=release.source_url,
         source_ref=release.source_ref,
         source_path=release.source_path,
+        source_commit=str((release.manifest or {}).get("source_commit", "")),
         signer=release.signed_by,
         personas=tuple(persona_plan(persona) for persona in contents.personas),
         skills=tuple(_skill_plan(skill) for skill in contents.skills),
