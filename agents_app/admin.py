@@ -22,6 +22,9 @@ from agents_app.personas.schema import REVIEWER, persona_to_markdown
 from ops_app.admin.scoping import ReadOnlyTenantAdmin, TenantScopedAdmin, visible_organizations
 from ops_app.tenancy.scoping import organization_of, sees_all_tenants
 
+# Only the packs of the rows listed (so of the request's organization), never every tenant's.
+PACK_FILTER = ("pack", admin.RelatedOnlyFieldListFilter)
+
 
 class AuthoredInOrganizationAdmin(TenantScopedAdmin):
     """What an organization writes itself (user agents, user skills): the form checks against the
@@ -52,7 +55,7 @@ class AuthoredInOrganizationAdmin(TenantScopedAdmin):
 class UserAgentAdmin(AuthoredInOrganizationAdmin):
     form = UserAgentForm
     list_display = ("name", "description", "permission_mode", "enabled", "pack", "updated_at")
-    list_filter = ("enabled", "permission_mode", "pack")
+    list_filter = ("enabled", "permission_mode", PACK_FILTER)
     search_fields = ("name", "description", "when_to_use")
     readonly_fields = ("pack", "created_by", "created_at", "updated_at")
     actions = ("enable_agents", "disable_agents")
@@ -259,7 +262,7 @@ class UserSkillAdmin(AuthoredInOrganizationAdmin):
 
     form = UserSkillForm
     list_display = ("name", "description", "always", "enabled", "pack", "updated_at")
-    list_filter = ("enabled", "always", "pack")
+    list_filter = ("enabled", "always", PACK_FILTER)
     search_fields = ("name", "description", "when_to_use")
     readonly_fields = ("pack", "created_by", "created_at", "updated_at")
     fieldsets = (

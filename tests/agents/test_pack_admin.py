@@ -218,6 +218,11 @@ def test_another_organizations_packs_releases_and_keys_are_not_found(
     keys_page = admin_client.get(reverse("admin:agents_app_trustedpackkey_changelist")).content.decode()
     assert "Theirs" not in keys_page
     assert "ops-extras" not in admin_client.get(LIST_URL).content.decode()
+    for listing in ("useragent", "userskill"):  # nor in the pack filter of the agents and skills
+        assert (
+            "ops-extras"
+            not in admin_client.get(reverse(f"admin:agents_app_{listing}_changelist")).content.decode()
+        )
     assert Pack.objects.filter(pk=pack.pk).exists()
 
 
