@@ -41,7 +41,7 @@ INSTALL_TOOL, UNINSTALL_TOOL, ROLLBACK_TOOL = "pack_install", "pack_uninstall", 
 # Superseded releases kept per pack for rollbacks (the newest ones); older archives are dropped.
 KEPT_RELEASES = 5
 Status = PackRelease.Status
-SOURCE_COMMIT = "source_commit"  # kept in a Git release's stored manifest
+SOURCE_COMMIT = plan.SOURCE_COMMIT
 
 
 def may_manage(user, organization) -> bool:
@@ -104,12 +104,14 @@ def stage(
 
 def stage_upload(organization, data: bytes, filename: str, *, user) -> PackRelease:
     """An uploaded .tar.gz / .zip."""
+    _require_manager(user, organization)  # before anything is fetched
     files = archive.read_archive(data, filename)
     return stage(organization, files, source_kind=Pack.SourceKind.FILE, source_url=filename, user=user)
 
 
 def stage_git(organization, url: str, ref: str, path: str = "", *, token: str = "", user) -> PackRelease:
     """The pack at `path` of a Git repository's `ref`; the token is used for this fetch only."""
+    _require_manager(user, organization)  # before anything is fetched
     files, commit = sources.fetch_git(url, ref, path, token=token)
     release = stage(
         organization,
@@ -128,6 +130,7 @@ def stage_git(organization, url: str, ref: str, path: str = "", *, token: str = 
 
 def stage_catalog(organization, index_url: str, name: str, version: str = "", *, user) -> PackRelease:
     """The named pack (its newest version, or `version`) from a catalog index."""
+    _require_manager(user, organization)  # before anything is fetched
     files, _entry = sources.fetch_from_catalog(index_url, name, version)
     return stage(organization, files, source_kind=Pack.SourceKind.CATALOG, source_url=index_url, user=user)
 

@@ -38,6 +38,7 @@ from ops_app.models import McpServer
 
 ADDED, REMOVED, CHANGED, UNCHANGED = "added", "removed", "changed", "unchanged"
 AGENT, SKILL, MCP_SERVER = "agent", "skill", "mcp_server"
+SOURCE_COMMIT = "source_commit"  # what a Git release's stored manifest adds: the commit fetched
 
 
 @dataclass(frozen=True)
@@ -232,7 +233,7 @@ def preview(organization, contents: PackContents, *, release: PackRelease, user)
         source_url=release.source_url,
         source_ref=release.source_ref,
         source_path=release.source_path,
-        source_commit=str((release.manifest or {}).get("source_commit", "")),
+        source_commit=str((release.manifest or {}).get(SOURCE_COMMIT, "")),
         signer=release.signed_by,
         personas=tuple(persona_plan(persona) for persona in contents.personas),
         skills=tuple(_skill_plan(skill) for skill in contents.skills),
