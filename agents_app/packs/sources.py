@@ -38,7 +38,7 @@ import httpx
 from django.conf import settings
 from django.template.defaultfilters import filesizeformat
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_noop as N_
+from django.utils.translation import gettext_noop
 from packaging.version import InvalidVersion, Version
 
 from agents_app.packs import archive
@@ -220,18 +220,18 @@ def download_archive(url: str) -> bytes:
 
 # What each download's failures are called: fixed words, the status or the kind of failure only.
 _INDEX = {
-    "url": N_("the catalog index URL is not an http or https URL"),
-    "failed": N_("the catalog index could not be fetched: %(reason)s"),
-    "large": N_("the catalog index is larger than %(limit)s"),
-    "redirect": N_(
+    "url": gettext_noop("the catalog index URL is not an http or https URL"),
+    "failed": gettext_noop("the catalog index could not be fetched: %(reason)s"),
+    "large": gettext_noop("the catalog index is larger than %(limit)s"),
+    "redirect": gettext_noop(
         "the catalog index URL redirects elsewhere (%(reason)s), which is not followed: give the final URL"
     ),
 }
 _ARCHIVE = {
-    "url": N_("the pack archive URL is not an http or https URL"),
-    "failed": N_("the pack archive could not be downloaded: %(reason)s"),
-    "large": N_("the pack archive is larger than %(limit)s"),
-    "redirect": N_("the pack archive URL redirects more than %(count)s times"),
+    "url": gettext_noop("the pack archive URL is not an http or https URL"),
+    "failed": gettext_noop("the pack archive could not be downloaded: %(reason)s"),
+    "large": gettext_noop("the pack archive is larger than %(limit)s"),
+    "redirect": gettext_noop("the pack archive URL redirects more than %(count)s times"),
 }
 
 

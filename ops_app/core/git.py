@@ -54,8 +54,7 @@ SCP_LIKE = re.compile(
     r"^(?P<user>[A-Za-z0-9._-]+)@(?P<host>[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]):(?P<path>[^/].*)$"
 )
 SAFE_PATH = re.compile(r"^[\w.~/+-]*$")
-N_ = gettext_noop
-MISSING_REF = N_("the branch does not exist")
+MISSING_REF = gettext_noop("the branch does not exist")
 
 
 class GitError(Exception):
@@ -244,22 +243,24 @@ class Runner:
         return stdout
 
 
-# What git's output says, matched here and reported in our own words (never git's).
+# What git's output says, matched here and reported in our own words (never git's); gettext_noop
+# by its own name, so makemessages finds the words.
 _REASONS = (
     (("authentication failed", "http 401", "http 403", "returned error: 401", "returned error: 403",
-      "permission denied", "could not read username"), N_("authentication failed")),
+      "permission denied", "could not read username"), gettext_noop("authentication failed")),
     (("host key verification failed", "no matching host key", "remote host identification has changed"),
-     N_("the server's host key is not the one in the known hosts")),
+     gettext_noop("the server's host key is not the one in the known hosts")),
     (("couldn't find remote ref", "could not find remote branch"), MISSING_REF),
     (("not found", "does not appear to be a git repository", "returned error: 404"),
-     N_("the repository was not found")),
-    (("could not resolve host", "name or service not known"), N_("the host name does not resolve")),
-    (("connection refused", "failed to connect", "couldn't connect"), N_("the connection was refused")),
-    (("timed out", "timeout"), N_("the connection timed out")),
-    (("ssl", "certificate", "tls"), N_("the TLS handshake or certificate failed")),
-    (("redirect",), N_("the server redirects elsewhere, which is not followed")),
+     gettext_noop("the repository was not found")),
+    (("could not resolve host", "name or service not known"), gettext_noop("the host name does not resolve")),
+    (("connection refused", "failed to connect", "couldn't connect"),
+     gettext_noop("the connection was refused")),
+    (("timed out", "timeout"), gettext_noop("the connection timed out")),
+    (("ssl", "certificate", "tls"), gettext_noop("the TLS handshake or certificate failed")),
+    (("redirect",), gettext_noop("the server redirects elsewhere, which is not followed")),
 )  # fmt: skip
-_OTHER = N_("the server refused or the transfer failed")
+_OTHER = gettext_noop("the server refused or the transfer failed")
 
 
 def _reason(stderr: bytes) -> str:

@@ -55,13 +55,15 @@ def left_behind(data_dir) -> list:
 
 @pytest.fixture
 def repository(tmp_path) -> Runbooks:
-    """Two packs in one repository: disk-tools 1.0.0 tagged v1.0.0 (annotated), then 1.1.0 on main."""
+    """Two packs in one repository: disk-tools 1.0.0 tagged v1.0.0 (annotated, as releases are)
+    and stable-1 (lightweight), then 1.1.0 on main."""
     repo = Runbooks(tmp_path / "served", name="packs").create()
     repo.write("README.md", "# Our packs\n")
     write_pack(repo, "packs/disk-tools", "disk-tools", "1.0.0")
     write_pack(repo, "packs/net-tools", "net-tools", "0.3.0")
     repo.commit("disk-tools 1.0.0")
     repo.tag("v1.0.0", message="disk-tools 1.0.0")
+    repo.tag("stable-1")
     write_pack(repo, "packs/disk-tools", "disk-tools", "1.1.0")
     repo.commit("disk-tools 1.1.0")
     return repo
@@ -94,10 +96,14 @@ def test_a_pack_is_fetched_from_a_branch_with_its_commit(repository, git_server,
     assert left_behind(data_dir) == []  # the temporary bare repository is gone
 
 
-def test_a_pack_is_fetched_from_a_tag_as_it_was_when_tagged(git_server):
-    files, commit = sources.fetch_git(git_server.url(), "v1.0.0", "/packs/disk-tools/")
+@pytest.mark.parametrize("tag", ["v1.0.0", "stable-1"], ids=["annotated", "lightweight"])
+def test_a_pack_is_fetched_from_a_tag_as_it_was_when_tagged(repository, git_server, tag):
+    files, commit = sources.fetch_git(git_server.url(), tag, "/packs/disk-tools/")
 
-    assert b"version: 1.0.0" in files["pack.yaml"] and len(commit) == 40
+    assert b"version: 1.0.0" in files["pack.yaml"]  # main has 1.1.0 since
+    assert (
+        commit == repository.commit_of(tag) != repository.commit_of("main")
+    )  # the commit, not the tag object
 
 
 def test_another_branch_and_the_whole_repository(repository, git_server):

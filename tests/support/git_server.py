@@ -87,6 +87,10 @@ class Runbooks:
         _git("push", "--quiet", "origin", self.branch, cwd=self.work)
         return _git("rev-parse", "HEAD", cwd=self.work).strip()
 
+    def commit_of(self, ref: str) -> str:
+        """The id of the commit `ref` (a branch, or a tag, annotated or not) points to."""
+        return _git("rev-parse", f"{ref}^{{commit}}", cwd=self.work).strip()
+
     def switch(self, branch: str) -> None:
         """Commit on `branch` from now on (created from the current commit if new)."""
         _git("checkout", "--quiet", "-B", branch, cwd=self.work)
