@@ -49,7 +49,7 @@ def _megabytes(size: int) -> str:
 def clean_path(name: str) -> str:
     """`name` as a pack path (`./` and doubled slashes dropped), or PackError saying what is
     wrong with it: absolute, `..`, a backslash, NUL, not UTF-8, empty."""
-    if not isinstance(name, str) or not name.strip("/."):
+    if not isinstance(name, str) or not name:
         raise PackError(_("an entry has no file name: %(entry)s") % {"entry": repr(name)})
     if "\x00" in name:
         raise PackError(_("%(entry)s: file names must not contain NUL characters") % {"entry": repr(name)})

@@ -20,7 +20,7 @@ from pathlib import Path
 import yaml
 from django.core.management.base import CommandError
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy, ngettext
+from django.utils.translation import gettext_lazy
 
 from agents_app.packs.archive import build_archive, read_archive, read_directory
 from agents_app.packs.contents import MANIFEST, SIGNATURE, PackContents, PackError
@@ -65,12 +65,12 @@ def replace_files(text: str, hashes: dict[str, str]) -> str:
     return f"{head}\n{block}" if head else block
 
 
-def _read_text(path: Path, what: str) -> str:
+def _read_text(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise CommandError(
-            _("cannot read the %(what)s %(path)s (%(error)s)") % {"what": what, "path": path, "error": error}
+            _("%(path)s cannot be read (%(error)s)") % {"path": path, "error": error}
         ) from None
 
 
@@ -115,13 +115,13 @@ def describe(contents: PackContents) -> list[str]:
     lines.append(_("Skills: %(count)s") % {"count": len(contents.skills)})
     for skill in contents.skills:
         count = len(skill.files)
-        extra = " (" + ngettext("+ %(count)s file", "+ %(count)s files", count) % {"count": count} + ")"
+        extra = " (" + _("extra files: %(count)s") % {"count": count} + ")"
         lines.append(f"  {skill.name}{extra if count else ''}: {skill.description}")
     lines.append(_("MCP servers: %(count)s") % {"count": len(manifest.mcp_servers)})
     for server in manifest.mcp_servers:
-        headers = (
-            _("; headers to fill: %(names)s") % {"names": ", ".join(server.headers)} if server.headers else ""
-        )
+        headers = ""
+        if server.headers:
+            headers = "; " + _("headers to fill: %(names)s") % {"names": ", ".join(server.headers)}
         lines.append(f"  {server.name} ({server.transport}) {server.url}{headers}")
     others = sorted(set(manifest.files) - _installed_paths(contents))
     if others:
@@ -171,9 +171,9 @@ class Command(LocalizedCommand):
         manifest_path = root / MANIFEST
         if not manifest_path.is_file():
             raise CommandError(_("%(path)s has no pack.yaml") % {"path": root})
-        secret_key = _read_text(Path(secret_key_file), _("secret key")) if secret_key_file else None
+        secret_key = _read_text(Path(secret_key_file)) if secret_key_file else None
         signer = public_key_of(secret_key) if secret_key else None  # a bad key fails before any write
-        old_text = _read_text(manifest_path, "pack.yaml")
+        old_text = _read_text(manifest_path)
         new_text = replace_files(old_text, file_hashes(read_directory(root)))
         manifest = parse_manifest(new_text)
         self._check_rewrite(old_text, new_text)
@@ -248,9 +248,7 @@ class Command(LocalizedCommand):
             files = read_archive(path.read_bytes(), path.name)
         else:
             raise CommandError(_("%(path)s: no such pack directory or archive") % {"path": path})
-        keys: list[PublicKey] = [
-            parse_public_key(_read_text(Path(name), _("public key"))) for name in public_key_files
-        ]
+        keys: list[PublicKey] = [parse_public_key(_read_text(Path(name))) for name in public_key_files]
         contents = read_contents(files)
         for line in describe(contents):
             self.stdout.write(line)
