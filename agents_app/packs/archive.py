@@ -247,7 +247,7 @@ def _read_zip(data: bytes, where: str) -> dict[str, bytes]:
         raise _damaged(where, error) from None
     except (NotImplementedError, RuntimeError) as error:  # an unknown compression method
         raise PackError(
-            _("%(where)s uses a compression zip cannot read here (%(error)s)")
+            _("%(where)s uses a compression method Ongrid cannot read (%(error)s)")
             % {"where": where, "error": error}
         ) from None
     return collector.result()
