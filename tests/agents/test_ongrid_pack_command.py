@@ -20,7 +20,7 @@ from django.core.management.base import CommandError
 from agents_app.packs.archive import read_archive
 from agents_app.packs.manifest import read_contents
 from agents_app.packs.signatures import parse_public_key, verify
-from tests.support.packs import MINISIGN, PERSONA, SKILL, minisign_keypair
+from tests.support.packs import MINISIGN, PERSONA, SKILL, minisign_keypair, sign_with_minisign
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -126,6 +126,18 @@ def test_a_key_made_by_minisign_signs_a_build(pack, tmp_path):
     out, _err = run("verify", str(pack), "--public-key", str(author.public))
 
     assert f"signed with key {author.key_id}" in out
+
+
+def test_signing_with_minisign_between_two_builds_keeps_the_signature(pack, tmp_path):
+    author = minisign_keypair(tmp_path)
+    run("build", str(pack), "-o", str(tmp_path / "unsigned.tgz"))  # lists files: in pack.yaml
+    sign_with_minisign(pack, author)
+
+    _out, err = run("build", str(pack), "-o", str(tmp_path / "signed.tgz"))
+
+    assert "removed its old signature" not in err
+    contents = read_contents(read_archive((tmp_path / "signed.tgz").read_bytes()))
+    assert verify(contents.files["pack.yaml"], contents.signature, [parse_public_key(author.public_text)])
 
 
 def test_verify_fails_on_a_tampered_pack(pack, keys, tmp_path):
