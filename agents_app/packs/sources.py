@@ -36,13 +36,13 @@ from urllib.parse import urljoin, urlsplit
 
 import httpx
 from django.conf import settings
-from django.template.defaultfilters import filesizeformat
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 from packaging.version import InvalidVersion, Version
 
 from agents_app.packs import archive
 from agents_app.packs.contents import PackError, PackFiles
+from agents_app.packs.manifest import VERSION_RE
 from agents_app.personas.schema import NAME_MAX_LENGTH, NAME_RE
 from ops_app.core import git, outbound
 from ops_app.core.egress import EgressRefused
@@ -52,7 +52,6 @@ FETCHED_REF = "refs/ongrid/fetched"
 MAX_INDEX_BYTES = 1024 * 1024
 MAX_REDIRECTS = 5  # an archive download's hops, each checked by the egress policy
 HTTP_TIMEOUT = httpx.Timeout(30.0)
-VERSION_TEXT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.+_-]{0,63}$")
 SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
 
 
@@ -122,8 +121,8 @@ def _pack_entries(entries: list[git.TreeEntry], folder: str) -> list[git.TreeEnt
             )
         total += entry.size
         if total > archive.MAX_PACK_BYTES:
-            values = {"path": entry.path, "limit": filesizeformat(archive.MAX_PACK_BYTES)}
-            raise PackError(_("the pack is larger than %(limit)s (at %(path)s)") % values)
+            values = {"path": entry.path, "limit": _megabytes(archive.MAX_PACK_BYTES)}
+            raise PackError(_("the pack is larger than %(limit)s MB (at %(path)s)") % values)
     return entries
 
 
@@ -155,7 +154,7 @@ def _entry(item: object, number: int, index_url: str) -> CatalogEntry:
         )
     label = {"entry": f"{number} ({name})"}
     version = item.get("version")
-    if not isinstance(version, str) or not VERSION_TEXT.match(version):
+    if not isinstance(version, str) or not VERSION_RE.match(version):
         raise PackError(_("catalog entry %(entry)s has no valid version") % label)
     description = item.get("description", "")
     if not isinstance(description, str):
@@ -222,7 +221,7 @@ def download_archive(url: str) -> bytes:
 _INDEX = {
     "url": gettext_noop("the catalog index URL is not an http or https URL"),
     "failed": gettext_noop("the catalog index could not be fetched: %(reason)s"),
-    "large": gettext_noop("the catalog index is larger than %(limit)s"),
+    "large": gettext_noop("the catalog index is larger than %(limit)s MB"),
     "redirect": gettext_noop(
         "the catalog index URL redirects elsewhere (%(reason)s), which is not followed: give the final URL"
     ),
@@ -230,7 +229,7 @@ _INDEX = {
 _ARCHIVE = {
     "url": gettext_noop("the pack archive URL is not an http or https URL"),
     "failed": gettext_noop("the pack archive could not be downloaded: %(reason)s"),
-    "large": gettext_noop("the pack archive is larger than %(limit)s"),
+    "large": gettext_noop("the pack archive is larger than %(limit)s MB"),
     "redirect": gettext_noop("the pack archive URL redirects more than %(count)s times"),
 }
 
@@ -262,7 +261,7 @@ def _check_status(response: httpx.Response, words: dict[str, str]) -> None:
 
 def _read_capped(response: httpx.Response, words: dict[str, str], limit: int) -> bytes:
     """The body, stopped as soon as it passes `limit` (a declared Content-Length past it first)."""
-    too_large = PackError(_(words["large"]) % {"limit": filesizeformat(limit)})
+    too_large = PackError(_(words["large"]) % {"limit": _megabytes(limit)})
     declared = response.headers.get("Content-Length", "")
     if declared.isdigit() and int(declared) > limit:
         raise too_large
@@ -273,6 +272,10 @@ def _read_capped(response: httpx.Response, words: dict[str, str], limit: int) ->
             raise too_large
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / (1024 * 1024):g}"
 
 
 def _http_url(url: str) -> bool:

@@ -152,7 +152,7 @@ def test_a_file_too_big_for_a_pack_is_refused_by_name(repository, git_server):
     repository.write_bytes("packs/disk-tools/data/blob.bin", b"x" * (archive.MAX_PACK_BYTES + 1))
     repository.commit("a big file")
 
-    with pytest.raises(PackError, match=r"larger than 5\.0\xa0MB \(at packs/disk-tools/data/blob\.bin\)"):
+    with pytest.raises(PackError, match=r"larger than 5 MB \(at packs/disk-tools/data/blob\.bin\)"):
         sources.fetch_git(git_server.url(), "main", "packs/disk-tools")
 
 
@@ -324,14 +324,14 @@ def test_an_oversized_index_is_refused(site, declared):
     body = b'{"packs": [], "padding": "' + b"x" * sources.MAX_INDEX_BYTES + b'"}'
     site.put("/index.json", body, **({} if declared else {"no_length": "1"}))
 
-    with pytest.raises(PackError, match=r"catalog index is larger than 1\.0\xa0MB"):
+    with pytest.raises(PackError, match=r"catalog index is larger than 1 MB"):
         sources.fetch_catalog(site.url("/index.json"))
 
 
 def test_an_oversized_archive_download_is_stopped(site):
     site.put("/big.tar.gz", b"\x1f\x8b" + b"x" * archive.MAX_PACK_BYTES, no_length="1")
 
-    with pytest.raises(PackError, match=r"pack archive is larger than 5\.0\xa0MB"):
+    with pytest.raises(PackError, match=r"pack archive is larger than 5 MB"):
         sources.download_archive(site.url("/big.tar.gz"))
 
 
