@@ -134,7 +134,7 @@ def fetch_catalog(index_url: str) -> list[CatalogEntry]:
     data = _download(index_url, _INDEX, MAX_INDEX_BYTES, follow_redirects=False)
     try:
         index = json.loads(data.decode("utf-8"))
-    except ValueError:  # UnicodeDecodeError included
+    except (ValueError, RecursionError):  # UnicodeDecodeError included; nesting deep enough to overflow
         raise PackError(_("the catalog index is not JSON")) from None
     packs = index.get("packs") if isinstance(index, dict) else None
     if not isinstance(packs, list):

@@ -359,7 +359,9 @@ def test_a_bad_catalog_entry_is_refused_by_its_number(site, entry, message):
         sources.fetch_catalog(site.url("/index.json"))
 
 
-@pytest.mark.parametrize("body", [b"<html>not json</html>", b'{"items": []}', b"[1, 2]"])
+@pytest.mark.parametrize(
+    "body", [b"<html>not json</html>", b'{"items": []}', b"[1, 2]", b"[" * 200_000 + b"]" * 200_000]
+)
 def test_an_index_that_is_not_a_catalog_is_refused(site, body):
     site.put("/index.json", body)
     with pytest.raises(PackError, match='not JSON|no "packs" list'):
