@@ -49,7 +49,7 @@ def _megabytes(size: int) -> str:
 def clean_path(name: str) -> str:
     """`name` as a pack path (`./` and doubled slashes dropped), or PackError saying what is
     wrong with it: absolute, `..`, a backslash, NUL, not UTF-8, empty."""
-    if not isinstance(name, str) or not name.strip("/."):
+    if not isinstance(name, str) or not name:
         raise PackError(_("an entry has no file name: %(entry)s") % {"entry": repr(name)})
     if "\x00" in name:
         raise PackError(_("%(entry)s: file names must not contain NUL characters") % {"entry": repr(name)})
@@ -247,7 +247,7 @@ def _read_zip(data: bytes, where: str) -> dict[str, bytes]:
         raise _damaged(where, error) from None
     except (NotImplementedError, RuntimeError) as error:  # an unknown compression method
         raise PackError(
-            _("%(where)s uses a compression zip cannot read here (%(error)s)")
+            _("%(where)s uses a compression method Ongrid cannot read (%(error)s)")
             % {"where": where, "error": error}
         ) from None
     return collector.result()

@@ -292,7 +292,11 @@ def _files(data: Mapping) -> dict[str, str]:
         raise PackError(_("pack.yaml: 'files' must map each file's path to its SHA-256"))
     files: dict[str, str] = {}
     for path, digest in value.items():
-        if not isinstance(path, str) or clean_path(path) != path or path in (MANIFEST, SIGNATURE):
+        try:
+            clean = clean_path(path)
+        except PackError as error:
+            raise PackError(_("pack.yaml: 'files': %(error)s") % {"error": error}) from None
+        if clean != path or path in (MANIFEST, SIGNATURE):
             raise PackError(
                 _("pack.yaml: 'files' lists %(path)s, which is not a file path of the pack")
                 % {"path": repr(path)}

@@ -72,33 +72,32 @@ def key_id_of(keynum: bytes) -> str:
     return keynum[::-1].hex().upper()
 
 
-def _lines(text: object, what: str) -> list[str]:
+def _lines(text: object, not_text: str) -> list[str]:
+    """The non-blank lines, each without its line ending (minisign reads them so)."""
     if not isinstance(text, str):
-        raise SignatureError(_("the %(what)s must be text") % {"what": what})
+        raise SignatureError(not_text)
     lines = [line.removesuffix("\r") for line in text.removeprefix("\ufeff").split("\n")]
     return [line for line in lines if line.strip()]
 
 
-def _decode(line: str, size: int, what: str) -> bytes:
-    """A base64 line of exactly `size` bytes, or SignatureError naming what it should have been."""
+def _decode(line: str, size: int, malformed: str) -> bytes:
+    """A base64 line of exactly `size` bytes, or SignatureError(malformed)."""
     try:
         data = base64.b64decode(line.strip(), validate=True)
     except (binascii.Error, ValueError):
         data = None
     if data is None or len(data) != size:
-        raise SignatureError(
-            _("this is not a minisign %(what)s (its base64 line does not decode to one)") % {"what": what}
-        )
+        raise SignatureError(malformed)
     return data
 
 
-def _base64_line(text: object, what: str) -> str:
-    """The key's base64 line: the line after the untrusted comment, or the only line given."""
-    lines = _lines(text, what)
+def _key_line(text: object, not_text: str, empty: str) -> str:
+    """A key's base64 line: the line after the untrusted comment, or the only line given."""
+    lines = _lines(text, not_text)
     if lines and lines[0].startswith("untrusted comment:"):
         lines = lines[1:]
     if not lines:
-        raise SignatureError(_("the %(what)s is empty") % {"what": what})
+        raise SignatureError(empty)
     return lines[0]
 
 
@@ -108,8 +107,10 @@ def _base64_line(text: object, what: str) -> str:
 
 def parse_public_key(text: str) -> PublicKey:
     """A minisign public key: the whole .pub file or just its base64 line."""
-    what = _("public key")
-    data = _decode(_base64_line(text, what), _PUBLIC_KEY_BYTES, what)
+    line = _key_line(text, _("the public key must be text"), _("the public key is empty"))
+    data = _decode(
+        line, _PUBLIC_KEY_BYTES, _("this is not a minisign public key (it does not decode to one)")
+    )
     if data[:2] != ALGORITHM:
         raise SignatureError(_("the public key is for an algorithm other than ed25519"))
     return PublicKey(key_id=key_id_of(data[2 : 2 + KEYNUM_BYTES]), raw=data[2 + KEYNUM_BYTES :])
@@ -117,8 +118,7 @@ def parse_public_key(text: str) -> PublicKey:
 
 def parse_signature(text: str) -> Signature:
     """A .minisig file's four lines, decoded; SignatureError when any is malformed."""
-    what = _("signature")
-    lines = _lines(text, what)
+    lines = _lines(text, _("the signature must be text"))
     if len(lines) < 4:
         raise SignatureError(
             _(
@@ -131,10 +131,16 @@ def parse_signature(text: str) -> Signature:
         raise SignatureError(_("the signature's first line must start with 'untrusted comment: '"))
     if not trusted.startswith(TRUSTED_PREFIX):
         raise SignatureError(_("the signature's third line must start with 'trusted comment: '"))
-    data = _decode(encoded, _SIGNATURE_BYTES, what)
+    data = _decode(
+        encoded,
+        _SIGNATURE_BYTES,
+        _("this is not a minisign signature (its second line does not decode to one)"),
+    )
     if data[:2] not in (ALGORITHM, ALGORITHM_HASHED):
         raise SignatureError(_("the signature uses an unknown algorithm (neither minisign's ED nor Ed)"))
-    global_signature = _decode(encoded_global, 64, _("trusted comment signature"))
+    global_signature = _decode(
+        encoded_global, 64, _("the signature's fourth line (the trusted comment's signature) does not decode")
+    )
     return Signature(
         key_id=key_id_of(data[2 : 2 + KEYNUM_BYTES]),
         prehashed=data[:2] == ALGORITHM_HASHED,
@@ -195,8 +201,10 @@ def _checksum(keynum: bytes, secret: bytes) -> bytes:
 
 
 def _parse_secret_key(text: str) -> _SecretKey:
-    what = _("secret key")
-    data = _decode(_base64_line(text, what), _SECRET_KEY_BYTES, what)
+    line = _key_line(text, _("the secret key must be text"), _("the secret key is empty"))
+    data = _decode(
+        line, _SECRET_KEY_BYTES, _("this is not a minisign secret key (it does not decode to one)")
+    )
     if data[:2] != ALGORITHM or data[4:6] != CHECKSUM_ALGORITHM:
         raise SignatureError(_("the secret key is for an algorithm other than ed25519"))
     if data[2:4] == KDF_SCRYPT:

@@ -3,83 +3,51 @@ repository, each Markdown file under the configured path a `repository` document
 
 Why it is built this way:
 
-- The system `git`, run with a list argv (no shell), a hard timeout, no prompts, no system or user
-  configuration, no hooks, no submodules, no redirects, and only the one transport the URL names
-  (https, http or ssh; never file://, git://, ext:: or a local path).
-- The egress policy (`ops_app.core.egress`) applies as it does to every other request made for an
-  organization: the host is resolved here, the address checked, and git is pinned to that address
-  (`http.curloptResolve` for HTTP(S); `HostName=<address>` with `HostKeyAlias=<name>` for SSH), so a
-  DNS answer that changes between the check and the connection changes nothing.
-- Secrets never reach argv, `.git/config`, the log or `last_error`: a token travels as an HTTP
-  header in git's environment (`GIT_CONFIG_COUNT`), a deploy key in a 0600 file of a temporary
-  directory removed after the run. `last_error` is fixed words and git's exit status, never git's
-  output.
-- Files are read from Git objects (`ls-tree` + `cat-file --batch`), never checked out, so a
-  symlink or a submodule in the repository can point nowhere on this machine.
+- Git itself is run by `ops_app.core.git` (shared with packs fetched from Git): the system `git`
+  with a list argv, a hard timeout, no prompts, configuration, hooks, submodules or redirects, only
+  the URL's transport, pinned to the address the egress policy checked, the token in git's
+  environment and the deploy key in a temporary 0600 file, files read from Git objects and never
+  checked out. See that module for each reason.
+- The repository's objects are kept between syncs (`repository_dir`, a bare repository), so a
+  sync fetches only what changed; deleting the repository removes them.
+- Only Markdown files under the path are indexed; a symlink, a submodule, an oversized file, a
+  file past the limits, a file that is not UTF-8 or a Git LFS pointer is skipped and named in the
+  report.
+- `last_error` is fixed words and git's exit status, never git's output, a token or a key.
+- A failure keeps the documents already indexed; a file gone upstream removes its document, and
+  uploads, vault runbooks and other repositories' documents are never touched.
 - One sync per repository at a time: `sync_claimed_until` is claimed by compare-and-set.
 """
 
 from __future__ import annotations
 
-import base64
-import contextlib
 import logging
-import os
-import re
-import shlex
 import shutil
-import signal
-import subprocess
-import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path, PurePosixPath
-from urllib.parse import quote, urlsplit
 
 from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_noop
 
-from ops_app.core import egress, loops, outbound
-from ops_app.core.egress import EgressRefused
+from ops_app.core import git, loops
+from ops_app.core.git import GitError as SyncError  # the vault's name for it (the admin catches it)
+from ops_app.core.git import Remote, browse_url, normalised_path, parse_remote, url_refusal  # noqa: F401 - re-exported
 from ops_app.knowledge import vault
 from ops_app.models import KnowledgeDocument, VaultRepository
 
 log = logging.getLogger(__name__)
 
-GIT = "git"
-GIT_TIMEOUT = 120  # seconds, for each git command
+GIT_TIMEOUT = git.GIT_TIMEOUT  # seconds, for each git command
 LEASE = timedelta(minutes=10)  # longer than a fetch's timeout plus the indexing of its files
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 MAX_FILE_BYTES = vault.MAX_UPLOAD_BYTES
 MAX_FILES = 2000
 LFS_POINTER = "version https://git-lfs.github.com/spec/"
 MAX_TOTAL_BYTES = 64 * 1024 * 1024  # what one sync reads into memory
-BLOB_MODES = {"100644", "100755"}  # regular files; 120000 (symlinks) and 160000 (submodules) skipped
-SSH_USER = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
-BRANCH = re.compile(r"^(?!-)(?!/)(?!.*(\.\.|//|@\{|\.lock$|/$|\.$))[A-Za-z0-9._/-]{1,200}$")
-SCP_LIKE = re.compile(
-    r"^(?P<user>[A-Za-z0-9._-]+)@(?P<host>[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]):(?P<path>[^/].*)$"
-)
-SAFE_PATH = re.compile(r"^[\w.~/+-]*$")
-
-
-class SyncError(Exception):
-    """A sync that failed, in fixed words (safe to show and to store in `last_error`)."""
-
-
-@dataclass(frozen=True)
-class Remote:
-    """Where a repository URL points: its transport, host, port, SSH user and path."""
-
-    scheme: str  # "https", "http" or "ssh"
-    host: str
-    port: int
-    path: str
-    user: str = ""
+SYNCED_REF = "refs/ongrid/synced"
 
 
 @dataclass
@@ -104,87 +72,11 @@ class SyncReport:
         return report
 
 
-# --- the URL --------------------------------------------------------------------------------------
-
-
-def parse_remote(url: str) -> Remote:
-    """The repository URL's parts, or SyncError: https://, http://, ssh:// or `user@host:path`;
-    never credentials inside the URL, a local path or another transport."""
-    url = (url or "").strip()
-    if not url or egress.UNSAFE_CHARACTERS.search(url) or url.startswith("-"):
-        raise SyncError(_("the repository URL is malformed"))
-    scp = SCP_LIKE.match(url)
-    if scp is not None and "://" not in url:
-        return _remote("ssh", scp["user"], scp["host"], None, scp["path"])
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError:
-        raise SyncError(_("the repository URL is malformed")) from None
-    scheme = parts.scheme.lower()
-    if scheme not in ("https", "http", "ssh"):
-        raise SyncError(_("only https, http and ssh repository URLs are allowed"))
-    if parts.password is not None or (scheme != "ssh" and "@" in parts.netloc):
-        raise SyncError(_("the URL holds a user name or password; use the authentication fields instead"))
-    if parts.query or parts.fragment:
-        raise SyncError(_("the repository URL has no query (?) or fragment (#)"))
-    return _remote(scheme, parts.username or "", parts.hostname or "", port, parts.path.lstrip("/"))
-
-
-def _remote(scheme: str, user: str, host: str, port: int | None, path: str) -> Remote:
-    host = egress.normalise_host(host)
-    if not host or host.startswith("-") or not (egress.HOST_NAME.match(host) or egress.literal_address(host)):
-        raise SyncError(_("the repository URL has no valid host"))
-    if user and not SSH_USER.match(user):
-        raise SyncError(_("the repository URL's user name is not valid"))
-    if not path or not SAFE_PATH.match(path) or ".." in PurePosixPath(path).parts:
-        raise SyncError(_("the repository URL has no valid path"))
-    return Remote(scheme, host, port or {"https": 443, "http": 80, "ssh": 22}[scheme], path, user)
-
-
-def url_refusal(url: str) -> str | None:
-    """Why `url` cannot be a repository URL now (its form, or the egress policy), in the active
-    language; None when it is acceptable. What the admin form shows when a URL is saved."""
-    try:
-        remote = parse_remote(url)
-    except SyncError as error:
-        return str(error)
-    if remote.scheme == "ssh":  # the policy is the same for every transport: check it as https
-        return outbound.refusal(f"https://{_netloc(remote.host)}:{remote.port}/")
-    return outbound.refusal(url)
-
-
 def branch_refusal(branch: str) -> str | None:
-    if not BRANCH.match(branch or ""):
+    """Why `branch` cannot be the branch synced (None when it can)."""
+    if git.ref_refusal(branch):
         return _("not a valid branch name")
     return None
-
-
-def normalised_path(path: str) -> str:
-    """The folder inside the repository, without leading or trailing slashes ("" for all), or
-    SyncError for one that climbs out (`..`)."""
-    clean = (path or "").strip().strip("/")
-    if clean and (not SAFE_PATH.match(clean) or ".." in PurePosixPath(clean).parts):
-        raise SyncError(_("the path inside the repository is not valid"))
-    return clean
-
-
-def browse_url(remote: Remote, branch: str, file_path: str) -> str:
-    """A link to the file on GitHub or GitLab (their page layout is known); blank elsewhere."""
-    project = remote.path.removesuffix(".git").strip("/")
-    where = f"{quote(branch)}/{quote(file_path)}"
-    if "github" in remote.host:
-        return f"https://{remote.host}/{project}/blob/{where}"
-    if "gitlab" in remote.host:
-        return f"https://{remote.host}/{project}/-/blob/{where}"
-    return ""
-
-
-def _netloc(host: str) -> str:
-    return f"[{host}]" if ":" in host else host
-
-
-# --- running git ----------------------------------------------------------------------------------
 
 
 def repository_dir(repo: VaultRepository) -> Path:
@@ -192,168 +84,15 @@ def repository_dir(repo: VaultRepository) -> Path:
     return settings.CONFIG.data_dir / "vault-repositories" / str(repo.organization_id) / str(repo.pk)
 
 
-@dataclass
-class _Git:
-    """The argv prefix and environment of every git command of one sync."""
-
-    git_dir: Path
-    options: list[str]
-    env: dict[str, str] = field(repr=False)
-
-    def run(self, *args: str, stdin: bytes | None = None, what: str) -> bytes:
-        """git's stdout, or SyncError naming `what` failed, with a fixed reason and the exit status.
-
-        git runs in its own process group, killed whole at the timeout: its helpers
-        (git-remote-https, ssh) would otherwise outlive it."""
-        argv = [GIT, f"--git-dir={self.git_dir}", *self.options, *args]
-        try:
-            process = subprocess.Popen(  # noqa: S603 - a list argv, no shell
-                argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=self.env,
-                start_new_session=True,
-            )
-        except OSError:
-            raise SyncError(_("git is not installed on the server")) from None
-        with process:
-            try:
-                stdout, stderr = process.communicate(stdin, timeout=GIT_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGKILL)
-                process.communicate()
-                values = {"what": what, "seconds": GIT_TIMEOUT}
-                raise SyncError(_("%(what)s timed out after %(seconds)s s") % values) from None
-        if process.returncode != 0:
-            values = {"what": what, "reason": _reason(stderr), "status": process.returncode}
-            raise SyncError(_("%(what)s failed: %(reason)s (git exit status %(status)s)") % values)
-        return stdout
-
-
-# What git's output says, matched here and reported in our own words (never git's).
-N_ = gettext_noop
-_REASONS = (
-    (("authentication failed", "http 401", "http 403", "returned error: 401", "returned error: 403",
-      "permission denied", "could not read username"), N_("authentication failed")),
-    (("host key verification failed", "no matching host key", "remote host identification has changed"),
-     N_("the server's host key is not the one in the known hosts")),
-    (("couldn't find remote ref", "could not find remote branch"), N_("the branch does not exist")),
-    (("not found", "does not appear to be a git repository", "returned error: 404"),
-     N_("the repository was not found")),
-    (("could not resolve host", "name or service not known"), N_("the host name does not resolve")),
-    (("connection refused", "failed to connect", "couldn't connect"), N_("the connection was refused")),
-    (("timed out", "timeout"), N_("the connection timed out")),
-    (("ssl", "certificate", "tls"), N_("the TLS handshake or certificate failed")),
-    (("redirect",), N_("the server redirects elsewhere, which is not followed")),
-)  # fmt: skip
-
-
-def _reason(stderr: bytes) -> str:
-    text = stderr.decode("utf-8", "replace").lower()
-    for markers, words in _REASONS:
-        if any(marker in text for marker in markers):
-            return _(words)
-    return _("the server refused or the transfer failed")
-
-
-@contextlib.contextmanager
-def _git_for(repo: VaultRepository, remote: Remote, address: egress.IPAddress) -> Iterator[_Git]:
-    """A git runner for `repo` pinned to `address`, with its credential in a private temporary
-    directory (also git's HOME) that is removed afterwards."""
-    scratch = Path(tempfile.mkdtemp(prefix="ongrid-git-"))
-    try:
-        os.chmod(scratch, 0o700)
-        env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "HOME": str(scratch),
-            "LC_ALL": "C",
-            "GIT_TERMINAL_PROMPT": "0",
-            "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_CONFIG_GLOBAL": os.devnull,
-            "GIT_ASKPASS": "/bin/false",
-            "SSH_ASKPASS": "/bin/false",
-            "GIT_ALLOW_PROTOCOL": remote.scheme,
-            "GIT_LFS_SKIP_SMUDGE": "1",
-            "GIT_CONFIG_COUNT": "0",
-        }
-        options = [
-            "-c", "core.hooksPath=/dev/null",
-            "-c", "core.fsmonitor=false",
-            "-c", "protocol.allow=never",
-            "-c", f"protocol.{remote.scheme}.allow=always",
-            "-c", "http.followRedirects=false",
-            "-c", "http.lowSpeedLimit=1000",
-            "-c", "http.lowSpeedTime=30",
-            "-c", "credential.helper=",
-            "-c", "submodule.recurse=false",
-            "-c", "fetch.recurseSubmodules=false",
-            "-c", "gc.auto=0",
-            "-c", "maintenance.auto=false",
-            "-c", "transfer.fsckObjects=true",
-        ]  # fmt: skip
-        if remote.scheme == "ssh":
-            env["GIT_SSH_COMMAND"] = _ssh_command(repo, remote, address, scratch)
-            env["GIT_SSH_VARIANT"] = "ssh"
-        else:
-            pinned = f"[{address}]" if address.version == 6 else str(address)
-            options += ["-c", f"http.curloptResolve={remote.host}:{remote.port}:{pinned}"]
-            if repo.auth == VaultRepository.Auth.TOKEN and repo.token:
-                env.update(_token_header(repo.token))
-        yield _Git(repository_dir(repo), options, env)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-
-
-def _token_header(token: str) -> dict[str, str]:
-    """The token as git's `http.extraHeader`, through the environment: Basic auth with the user
-    `x-access-token` (GitHub, GitLab and Gitea take any user with a token), or the user given as
-    `user:token` (a GitLab deploy token's user name)."""
-    user, colon, secret = token.strip().partition(":")
-    user, secret = (user, secret) if colon else ("x-access-token", user)
-    basic = base64.b64encode(f"{user}:{secret}".encode()).decode()
-    return {
-        "GIT_CONFIG_COUNT": "1",
-        "GIT_CONFIG_KEY_0": "http.extraHeader",
-        "GIT_CONFIG_VALUE_0": f"Authorization: Basic {basic}",
-    }
-
-
-def _ssh_command(repo: VaultRepository, remote: Remote, address: egress.IPAddress, scratch: Path) -> str:
-    """The ssh git runs: to the checked address, the host key checked against the configured known
-    hosts under the URL's name, only the deploy key, no agent, no config, no forwarding."""
-    if repo.auth != VaultRepository.Auth.SSH_KEY or not repo.ssh_private_key:
-        raise SyncError(_("an SSH URL needs an SSH deploy key"))
-    if not repo.ssh_known_hosts.strip():
-        raise SyncError(_("an SSH URL needs the server's known hosts line"))
-    key = scratch / "deploy_key"
-    key.touch(mode=0o600)
-    key.write_text(repo.ssh_private_key.strip() + "\n")
-    known = scratch / "known_hosts"
-    known.write_text(repo.ssh_known_hosts.strip() + "\n")
-    # The name a known_hosts line gives a server on another port is `[host]:port` (ssh-keyscan -p).
-    alias = remote.host if remote.port == 22 else f"[{remote.host}]:{remote.port}"
-    argv = [
-        "ssh", "-F", os.devnull,
-        "-o", "BatchMode=yes",
-        "-o", "StrictHostKeyChecking=yes",
-        "-o", f"UserKnownHostsFile={known}",
-        "-o", "GlobalKnownHostsFile=/dev/null",
-        "-o", f"HostKeyAlias={alias}",
-        "-o", f"HostName={address}",
-        "-o", "CheckHostIP=no",
-        "-o", "UpdateHostKeys=no",
-        "-o", "IdentitiesOnly=yes",
-        "-o", f"IdentityFile={key}",
-        "-o", "IdentityAgent=none",
-        "-o", "ProxyCommand=none",
-        "-o", "ProxyJump=none",
-        "-o", "PermitLocalCommand=no",
-        "-o", "ClearAllForwardings=yes",
-        "-o", "ConnectTimeout=20",
-    ]  # fmt: skip
-    return shlex.join(argv)
+def credentials(repo: VaultRepository) -> git.Credentials:
+    """The repository's credential for git: its token, or its deploy key (never both)."""
+    if repo.auth == VaultRepository.Auth.TOKEN:
+        return git.Credentials(token=repo.token or "")
+    if repo.auth == VaultRepository.Auth.SSH_KEY:
+        return git.Credentials(
+            ssh_private_key=repo.ssh_private_key or "", ssh_known_hosts=repo.ssh_known_hosts or ""
+        )
+    return git.Credentials()
 
 
 # --- one sync -------------------------------------------------------------------------------------
@@ -410,82 +149,35 @@ def _sync(repo: VaultRepository, report: SyncReport) -> None:
     if refused:
         raise SyncError(refused)
     folder = normalised_path(repo.path)
-    address = _checked_address(remote)
-    with _git_for(repo, remote, address) as git:
-        _ensure_bare(git)
-        git.run(
-            "fetch", "--quiet", "--depth=1", "--no-tags", "--no-recurse-submodules", "--no-write-fetch-head",
-            "--", repo.url, f"+refs/heads/{repo.branch}:refs/ongrid/synced",
-            what=_("fetching the branch"),
-        )  # fmt: skip
-        commit = git.run("rev-parse", "--verify", "refs/ongrid/synced^{commit}", what=_("reading the commit"))
-        report.commit = commit.decode().strip()
-        files = _markdown_files(git, report, folder)
+    address = git.checked_address(remote)
+    with git.runner(remote, address, credentials(repo), repository_dir(repo), timeout=GIT_TIMEOUT) as runner:
+        git.ensure_bare(runner)
+        report.commit = git.fetch_branch(runner, repo.url, repo.branch, SYNCED_REF)
+        files = _markdown_files(git.list_tree(runner, SYNCED_REF, folder), report)
         if not files:
             raise SyncError(_("no Markdown files under the path %(path)s") % {"path": folder or "/"})
-        contents = _read_blobs(git, [sha for _path, sha in files])
+        contents = git.read_blobs(runner, [sha for _path, sha in files])
     _mirror(repo, remote, report, folder, files, contents)
 
 
-def _checked_address(remote: Remote) -> egress.IPAddress:
-    """The address git connects to: the host resolved once here and checked by the policy."""
-    try:
-        return egress.checked_addresses(remote.host, remote.port, outbound.allowed())[0]
-    except EgressRefused as refused:
-        raise SyncError(_("refused by the egress policy: %(reason)s") % {"reason": refused.reason}) from None
-    except (OSError, IndexError):
-        raise SyncError(_("the host name does not resolve")) from None
-
-
-def _ensure_bare(git: _Git) -> None:
-    if (git.git_dir / "HEAD").exists():
-        return
-    git.git_dir.mkdir(parents=True, exist_ok=True)
-    git.run("init", "--quiet", "--bare", what=_("preparing the local copy"))
-
-
-def _markdown_files(git: _Git, report: SyncReport, folder: str) -> list[tuple[str, str]]:
-    """(path, blob id) of each Markdown file under `folder` at the synced commit; symlinks,
-    submodules, oversized files and files past MAX_FILES are skipped (and named in the report)."""
-    listing = git.run(
-        "ls-tree", "-r", "-l", "-z", "--full-tree", "refs/ongrid/synced", *(["--", folder] if folder else []),
-        what=_("listing the files"),
-    )  # fmt: skip
+def _markdown_files(entries: list[git.TreeEntry], report: SyncReport) -> list[tuple[str, str]]:
+    """(path, blob id) of each Markdown file listed; symlinks, submodules, oversized files and
+    files past MAX_FILES are skipped (and named in the report)."""
     files, total = [], 0
-    for entry in listing.split(b"\0"):
-        if not entry:
+    for entry in entries:
+        path = entry.path
+        if not path.lower().endswith(MARKDOWN_SUFFIXES):
             continue
-        meta, _tab, raw_path = entry.partition(b"\t")
-        mode, kind, sha, size = meta.decode().split()
-        path = raw_path.decode("utf-8", "replace")
-        inside = not folder or path.startswith(folder + "/")
-        if not inside or not path.lower().endswith(MARKDOWN_SUFFIXES):
-            continue
-        if kind != "blob" or mode not in BLOB_MODES:
+        if not entry.regular:
             report.skipped.append(f"{path}: not a regular file")
-        elif int(size) > MAX_FILE_BYTES:
+        elif entry.size > MAX_FILE_BYTES:
             report.skipped.append(f"{path}: larger than {MAX_FILE_BYTES} bytes")
-        elif len(files) >= MAX_FILES or total + int(size) > MAX_TOTAL_BYTES:
+        elif len(files) >= MAX_FILES or total + entry.size > MAX_TOTAL_BYTES:
             report.skipped.append(f"{path}: past the limit of {MAX_FILES} files or {MAX_TOTAL_BYTES} bytes")
         else:
-            files.append((path, sha))
-            total += int(size)
+            files.append((path, entry.sha))
+            total += entry.size
     return files
-
-
-def _read_blobs(git: _Git, shas: list[str]) -> dict[str, bytes]:
-    """The blobs' contents from one `git cat-file --batch`."""
-    output = git.run(
-        "cat-file", "--batch", stdin="".join(f"{sha}\n" for sha in shas).encode(), what=_("reading the files")
-    )
-    contents, offset = {}, 0
-    for _sha in shas:
-        end = output.index(b"\n", offset)
-        sha, kind, size = output[offset:end].decode().split()
-        start = end + 1
-        contents[sha] = output[start : start + int(size)]
-        offset = start + int(size) + 1
-    return contents
 
 
 def _mirror(

@@ -1,6 +1,7 @@
-"""A real Git server for the vault's Git sync: Debian's `git http-backend` (the smart HTTP protocol)
-behind a small threaded HTTP server on a free loopback port that asks for a token, and a bare
-repository in a temporary directory with a work tree beside it to commit runbooks from.
+"""A real Git server for the vault's Git sync and packs fetched from Git: Debian's
+`git http-backend` (the smart HTTP protocol) behind a small threaded HTTP server on a free
+loopback port that asks for a token (or serves anyone, without one), and a bare repository in a
+temporary directory with a work tree beside it to commit runbooks or a pack from, and tag.
 
 Over SSH, the same bare repository is served by the test sshd (tests/support/sshd.py): git runs
 `git-upload-pack <path>` there as the test user.
@@ -38,14 +39,16 @@ def _git(*args: str, cwd: Path) -> str:
 
 @dataclass
 class Runbooks:
-    """A bare repository (`bare`, what the servers serve) and a work tree that pushes to it."""
+    """A bare repository (`bare`, what the servers serve, `<name>.git`) and a work tree that
+    pushes to it."""
 
     root: Path
     branch: str = "main"
+    name: str = "runbooks"
 
     @property
     def bare(self) -> Path:
-        return self.root / "runbooks.git"
+        return self.root / f"{self.name}.git"
 
     @property
     def work(self) -> Path:
@@ -64,6 +67,11 @@ class Runbooks:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
 
+    def write_bytes(self, path: str, data: bytes) -> None:
+        target = self.work / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
     def symlink(self, path: str, points_to: str) -> None:
         target = self.work / path
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -79,6 +87,20 @@ class Runbooks:
         _git("push", "--quiet", "origin", self.branch, cwd=self.work)
         return _git("rev-parse", "HEAD", cwd=self.work).strip()
 
+    def commit_of(self, ref: str) -> str:
+        """The id of the commit `ref` (a branch, or a tag, annotated or not) points to."""
+        return _git("rev-parse", f"{ref}^{{commit}}", cwd=self.work).strip()
+
+    def switch(self, branch: str) -> None:
+        """Commit on `branch` from now on (created from the current commit if new)."""
+        _git("checkout", "--quiet", "-B", branch, cwd=self.work)
+        self.branch = branch
+
+    def tag(self, name: str, message: str = "") -> None:
+        """Tag the current commit (annotated when `message` is given, as releases are) and push it."""
+        _git("tag", *(["-a", "-m", message] if message else []), name, cwd=self.work)
+        _git("push", "--quiet", "origin", f"refs/tags/{name}", cwd=self.work)
+
 
 @dataclass
 class GitHTTPServer:
@@ -87,23 +109,30 @@ class GitHTTPServer:
     port: int
     token: str = field(repr=False)
     user: str = "x-access-token"
+    repository: str = "runbooks"
     authorizations: list[str] = field(default_factory=list, repr=False)
     hosts: list[str] = field(default_factory=list)
     statuses: list[int] = field(default_factory=list)
 
     def url(self, host: str = "127.0.0.1") -> str:
-        return f"http://{host}:{self.port}/runbooks.git"
+        return f"http://{host}:{self.port}/{self.repository}.git"
 
     @property
     def expected(self) -> str:
+        """The Authorization header wanted ("" when the server serves anyone)."""
+        if not self.token:
+            return ""
         return "Basic " + base64.b64encode(f"{self.user}:{self.token}".encode()).decode()
 
 
 @contextmanager
-def git_http_server(runbooks: Runbooks, token: str, user: str = "x-access-token") -> Iterator[GitHTTPServer]:
+def git_http_server(
+    runbooks: Runbooks, token: str = "", user: str = "x-access-token"
+) -> Iterator[GitHTTPServer]:
     """`git http-backend` over HTTP on 127.0.0.1, answering 401 unless the request carries
-    `Authorization: Basic <user:token>` (what GitHub and GitLab take with an access token)."""
-    state = GitHTTPServer(port=0, token=token, user=user)
+    `Authorization: Basic <user:token>` (what GitHub and GitLab take with an access token); with
+    no token, a public repository that serves anyone."""
+    state = GitHTTPServer(port=0, token=token, user=user, repository=runbooks.name)
 
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -113,7 +142,7 @@ def git_http_server(runbooks: Runbooks, token: str, user: str = "x-access-token"
             authorization = self.headers.get("Authorization", "")
             state.authorizations.append(authorization)
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            if authorization != state.expected:
+            if state.token and authorization != state.expected:
                 self._answer(401, {"WWW-Authenticate": 'Basic realm="git"'}, b"token required\n")
                 return
             path, _, query = self.path.partition("?")
