@@ -4,6 +4,13 @@ platform staff change packs, members and auditors get 403, other tenants' rows a
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import http.server
+import json
+import shutil
+from pathlib import Path
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -17,6 +24,8 @@ from agents_app.personas import skills as skill_sources
 from ops_app.models import McpServer
 from ops_app.tenancy import roles
 from ops_app.tenancy.accounts import create_user
+from tests.support.git_server import Runbooks, git_http_server
+from tests.support.httpd import serving
 from tests.support.packs import PERSONA, archive_of, minisign_keypair, sign_with_minisign, write_pack
 
 pytestmark = pytest.mark.django_db
@@ -316,3 +325,149 @@ def _signed_dir(tmp_path, keys, folder="pack", **kwargs):
     root = write_pack(tmp_path / folder, **kwargs)
     sign_with_minisign(root, keys)
     return root
+
+
+# --- Git and catalog sources, end to end ---------------------------------------------------------
+
+TOKEN = "ghp_pack-admin-token-7c1"  # noqa: S105 - a test token
+CHANGED = PERSONA.replace("say which runbook you used", "quote the runbook's title")
+
+
+@pytest.fixture
+def data_dir(settings, tmp_path):
+    """Git fetches work in a scratch folder of the data directory (removed after each fetch)."""
+    settings.CONFIG = dataclasses.replace(settings.CONFIG, data_dir=tmp_path / "data")
+
+
+def commit_pack(repository: Runbooks, pack_dir: Path, folder: str, message: str) -> str:
+    """Commit `pack_dir` as `folder` of the repository, replacing what the folder held."""
+    shutil.rmtree(repository.work / folder, ignore_errors=True)
+    for path in sorted(pack_dir.rglob("*")):
+        if path.is_file():
+            repository.write_bytes(f"{folder}/{path.relative_to(pack_dir).as_posix()}", path.read_bytes())
+    return repository.commit(message)
+
+
+def test_a_pack_from_a_private_git_repository_installs_and_upgrades_from_it(
+    admin_client, org, tmp_path, keys, trusted, data_dir
+):
+    repository = Runbooks(tmp_path / "served", name="packs").create()
+    first = commit_pack(repository, _signed_dir(tmp_path, keys, "v1"), "packs/ops-extras", "ops-extras 1.0.0")
+    with git_http_server(repository, token=TOKEN) as server:
+        fields = {
+            "git-url": server.url(),
+            "git-ref": "main",
+            "git-path": "packs/ops-extras",
+            "git-token": TOKEN,
+        }
+        response = admin_client.post(INSTALL_URL, {"way": "git", **fields})
+        assert response.status_code == 302, [
+            str(e) for e in response.context["forms"]["git"].non_field_errors()
+        ]
+        release = PackRelease.objects.get(organization=org)
+        assert response.status_code == 302 and response["Location"] == preview_url(release)
+        page = admin_client.get(preview_url(release)).content.decode()
+        assert first[:12] in page and "packs/ops-extras" in page and TOKEN not in page
+        admin_client.post(preview_url(release))
+        pack = Pack.objects.get(organization=org)
+        assert (pack.source_kind, pack.source_url, pack.source_ref) == ("git", server.url(), "main")
+
+        commit_pack(
+            repository,
+            _signed_dir(tmp_path, keys, "v2", version="1.1.0", personas={"packs": CHANGED}),
+            "packs/ops-extras",
+            "ops-extras 1.1.0",
+        )
+        refused = admin_client.post(pack_url(pack, "upgrade"), follow=True)  # the token is not kept
+        assert refused.redirect_chain[-1][0] == pack_url(pack)
+        assert "authentication failed" in " ".join(messages_of(refused))
+        response = admin_client.post(pack_url(pack, "upgrade"), {"token": TOKEN})
+        staged = PackRelease.objects.get(organization=org, status=PackRelease.Status.STAGED)
+        assert response["Location"] == preview_url(staged) and staged.version == "1.1.0"
+        assert "Changes from 1.0.0 to 1.1.0" in admin_client.get(preview_url(staged)).content.decode()
+        admin_client.post(preview_url(staged))
+    assert Pack.objects.get(pk=pack.pk).version == "1.1.0"
+    assert "quote the runbook's title" in registry.get_registry(org.pk).by_name("specialist-packs").body
+    stored = [str(vars(row)) for row in (*Pack.objects.all(), *PackRelease.objects.all())]
+    assert not any(TOKEN in text for text in stored)
+
+
+@dataclasses.dataclass
+class Catalog:
+    """A static site on loopback: {path: bytes}, each served as it is."""
+
+    files: dict[str, bytes] = dataclasses.field(default_factory=dict)
+    port: int = 0
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def publish(self, archives: dict[str, bytes]) -> None:
+        """The index lists each {version: archive} of ops-extras, with relative URLs and SHA-256."""
+        entries = []
+        for version, data in archives.items():
+            self.files[f"/catalog/ops-extras-{version}.tar.gz"] = data
+            entries.append(
+                {
+                    "name": "ops-extras",
+                    "version": version,
+                    "description": "Runbook answers",
+                    "url": f"ops-extras-{version}.tar.gz",
+                    "sha256": hashlib.sha256(data).hexdigest(),
+                }
+            )
+        self.files["/catalog/index.json"] = json.dumps({"packs": entries}).encode()
+
+
+@pytest.fixture
+def catalog():
+    site = Catalog()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+            body = site.files.get(self.path)
+            self.send_response(200 if body is not None else 404)
+            self.send_header("Content-Length", str(len(body or b"")))
+            self.end_headers()
+            self.wfile.write(body or b"")
+
+        def log_message(self, format: str, *args) -> None:
+            return
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    site.port = server.server_address[1]
+    with serving(server):
+        yield site
+
+
+def test_a_catalog_lists_its_packs_and_installs_and_upgrades_the_chosen_one(
+    admin_client, org, tmp_path, keys, trusted, catalog
+):
+    catalog.publish({"1.0.0": signed_archive(tmp_path, keys, "v1")})
+    index = catalog.url("/catalog/index.json")
+    page = admin_client.post(INSTALL_URL, {"way": "catalog", "catalog-index_url": index}).content.decode()
+    assert 'id="catalog-packs"' in page and 'data-name="ops-extras"' in page and "Runbook answers" in page
+    assert not PackRelease.objects.exists()  # listing fetches no pack
+
+    chosen = {
+        "way": "catalog",
+        "catalog-index_url": index,
+        "catalog-name": "ops-extras",
+        "catalog-version": "1.0.0",
+    }
+    release_url = admin_client.post(INSTALL_URL, chosen)["Location"]
+    admin_client.post(release_url)
+    pack = Pack.objects.get(organization=org)
+    assert (pack.source_kind, pack.source_url, pack.version) == ("catalog", index, "1.0.0")
+
+    catalog.publish(
+        {
+            "1.0.0": catalog.files["/catalog/ops-extras-1.0.0.tar.gz"],
+            "1.1.0": signed_archive(tmp_path, keys, "v2", version="1.1.0", personas={"packs": CHANGED}),
+        }
+    )
+    response = admin_client.post(pack_url(pack, "upgrade"))
+    staged = PackRelease.objects.get(organization=org, status=PackRelease.Status.STAGED)
+    assert response["Location"] == preview_url(staged) and staged.version == "1.1.0"  # the newest
+    admin_client.post(preview_url(staged))
+    assert "quote the runbook's title" in registry.get_registry(org.pk).by_name("specialist-packs").body
