@@ -10,13 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import http.server
 import io
 import json
 import tarfile
 from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 
 import pytest
 
@@ -24,7 +21,7 @@ from agents_app.packs import archive, sources
 from agents_app.packs.contents import PackError
 from tests.support.egress import egress_enforced  # noqa: F401 - fixture
 from tests.support.git_server import Runbooks, git_http_server
-from tests.support.httpd import serving
+from tests.support.httpd import Site, loopback_site
 
 TOKEN = "ghp_PACK-token-91aa"  # noqa: S105 - a test token
 MARKER = "server-said-3f9c: stack trace at /srv/catalog"  # what a failing server answers
@@ -173,53 +170,6 @@ def test_the_egress_policy_refuses_a_loopback_repository(git_server, egress_enfo
 
 
 # --- a catalog ------------------------------------------------------------------------------------
-
-
-@dataclass
-class Site:
-    """A loopback HTTP server answering each path from `routes` (404 otherwise), and what it saw."""
-
-    port: int = 0
-    routes: dict[str, tuple[int, dict[str, str], bytes]] = field(default_factory=dict)
-    paths: list[str] = field(default_factory=list)
-    connections: int = 0
-
-    def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
-
-    def put(self, path: str, body: bytes, status: int = 200, **headers: str) -> None:
-        self.routes[path] = (status, headers, body)
-
-
-@contextmanager
-def loopback_site() -> Iterator[Site]:
-    site = Site()
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-            site.paths.append(self.path)
-            status, headers, body = site.routes.get(self.path, (404, {}, b"not here"))
-            self.send_response(status)
-            for name, value in headers.items():
-                if name != "no_length":
-                    self.send_header(name.replace("_", "-"), value)
-            if "no_length" not in headers:
-                self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args) -> None:
-            return
-
-    class Server(http.server.ThreadingHTTPServer):
-        def process_request(self, request, client_address) -> None:
-            site.connections += 1
-            super().process_request(request, client_address)
-
-    server = Server(("127.0.0.1", 0), Handler)
-    site.port = server.server_address[1]
-    with serving(server):
-        yield site
 
 
 @pytest.fixture

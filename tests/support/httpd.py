@@ -14,7 +14,7 @@ import subprocess
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 
@@ -131,3 +131,50 @@ def closed_port_url() -> str:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     return f"http://127.0.0.1:{port}/hooks/ongrid"
+
+
+@dataclass
+class Site:
+    """A loopback HTTP server answering each path from `routes` (404 otherwise), and what it saw."""
+
+    port: int = 0
+    routes: dict[str, tuple[int, dict[str, str], bytes]] = field(default_factory=dict)
+    paths: list[str] = field(default_factory=list)
+    connections: int = 0
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def put(self, path: str, body: bytes, status: int = 200, **headers: str) -> None:
+        self.routes[path] = (status, headers, body)
+
+
+@contextmanager
+def loopback_site() -> Iterator[Site]:
+    site = Site()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+            site.paths.append(self.path)
+            status, headers, body = site.routes.get(self.path, (404, {}, b"not here"))
+            self.send_response(status)
+            for name, value in headers.items():
+                if name != "no_length":
+                    self.send_header(name.replace("_", "-"), value)
+            if "no_length" not in headers:
+                self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args) -> None:
+            return
+
+    class Server(http.server.ThreadingHTTPServer):
+        def process_request(self, request, client_address) -> None:
+            site.connections += 1
+            super().process_request(request, client_address)
+
+    server = Server(("127.0.0.1", 0), Handler)
+    site.port = server.server_address[1]
+    with serving(server):
+        yield site
