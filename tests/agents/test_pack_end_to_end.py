@@ -57,6 +57,7 @@ def fresh_registries():
 @pytest.fixture
 def keys(tmp_path, org):
     """A real minisign key pair whose public key the organization trusts."""
+    (tmp_path / "keys").mkdir()
     pair = minisign_keypair(tmp_path / "keys")
     TrustedPackKey.objects.create(
         organization=org, name="platform team", public_key=pair.public_text, key_id=pair.key_id
