@@ -259,9 +259,9 @@ class TrustedPackKey(TenantModel):
         return f"{self.name} ({self.key_id})"
 
 
-class Pack(TenantModel):
-    """A pack installed in an organization (docs/packs.md): what its current release put in the
-    registry (user agents and skills linked by `pack`, MCP servers by name) and where it came from."""
+class PackOrigin(TenantModel):
+    """Where a pack (or one release of it) came from and who signed it: the pack shows it, each
+    release keeps its own so an upgrade from another source or signer stays traceable."""
 
     class SourceKind(models.TextChoices):
         FILE = "file", _("uploaded file")
@@ -270,8 +270,6 @@ class Pack(TenantModel):
 
     name = models.CharField(verbose_name=_("name"), max_length=NAME_MAX_LENGTH)
     version = models.CharField(verbose_name=_("version"), max_length=50)
-    description = models.CharField(verbose_name=_("description"), max_length=500, blank=True)
-    author = models.CharField(verbose_name=_("author"), max_length=200, blank=True)
     source_kind = models.CharField(verbose_name=_("source"), max_length=10, choices=SourceKind.choices)
     source_url = models.CharField(verbose_name=_("source URL"), max_length=500, blank=True)
     source_ref = models.CharField(verbose_name=_("Git ref"), max_length=200, blank=True)
@@ -279,6 +277,17 @@ class Pack(TenantModel):
     signed_by = models.CharField(
         verbose_name=_("signed by"), max_length=150, blank=True, help_text=_("Blank: installed unsigned.")
     )
+
+    class Meta:
+        abstract = True
+
+
+class Pack(PackOrigin):
+    """A pack installed in an organization (docs/packs.md): what its current release put in the
+    registry (user agents and skills linked by `pack`, MCP servers by name) and where it came from."""
+
+    description = models.CharField(verbose_name=_("description"), max_length=500, blank=True)
+    author = models.CharField(verbose_name=_("author"), max_length=200, blank=True)
     mcp_servers = models.JSONField(
         verbose_name=_("MCP servers"), default=list, blank=True, help_text=_("Names of the servers it added.")
     )
@@ -304,7 +313,7 @@ class Pack(TenantModel):
         return f"{self.name} {self.version}"
 
 
-class PackRelease(TenantModel):
+class PackRelease(PackOrigin):
     """One version of a pack as it was fetched: the archive kept so that a rollback reinstalls
     exactly it. `staged` = previewed, not installed yet; `installed` = the pack's current release;
     `superseded` = an earlier installed one (the rollback target is the newest of those)."""
@@ -317,17 +326,10 @@ class PackRelease(TenantModel):
     pack = models.ForeignKey(
         Pack, verbose_name=_("pack"), null=True, blank=True, on_delete=models.CASCADE, related_name="releases"
     )
-    name = models.CharField(verbose_name=_("name"), max_length=NAME_MAX_LENGTH)
-    version = models.CharField(verbose_name=_("version"), max_length=50)
     status = models.CharField(verbose_name=_("status"), max_length=12, choices=Status.choices)
     manifest = models.JSONField(verbose_name=_("manifest"), default=dict)
     archive = models.BinaryField(verbose_name=_("archive"))
     sha256 = models.CharField(verbose_name=_("SHA-256"), max_length=64)
-    source_kind = models.CharField(verbose_name=_("source"), max_length=10, choices=Pack.SourceKind.choices)
-    source_url = models.CharField(verbose_name=_("source URL"), max_length=500, blank=True)
-    source_ref = models.CharField(verbose_name=_("Git ref"), max_length=200, blank=True)
-    source_path = models.CharField(verbose_name=_("path in the repository"), max_length=300, blank=True)
-    signed_by = models.CharField(verbose_name=_("signed by"), max_length=150, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         verbose_name=_("fetched by"),

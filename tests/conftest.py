@@ -29,6 +29,7 @@ pytest_plugins = [
     "tests.support.gate",
     "tests.support.alert_apis",
     "tests.support.writebacks",
+    "tests.support.packs",
 ]
 
 

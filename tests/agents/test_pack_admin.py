@@ -26,7 +26,13 @@ from ops_app.tenancy import roles
 from ops_app.tenancy.accounts import create_user
 from tests.support.git_server import Runbooks, git_http_server
 from tests.support.httpd import serving
-from tests.support.packs import PERSONA, archive_of, minisign_keypair, sign_with_minisign, write_pack
+from tests.support.packs import (
+    PERSONA,
+    archive_of,
+    minisign_keypair,
+    sign_with_minisign,
+    write_pack,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -71,18 +77,6 @@ def fresh_registries():
     yield
     registry.reset()
     skill_sources.forget()
-
-
-@pytest.fixture
-def keys(tmp_path):
-    return minisign_keypair(tmp_path)
-
-
-@pytest.fixture
-def trusted(org, keys):
-    return TrustedPackKey.objects.create(
-        organization=org, name="Pack Author", public_key=keys.public_text, key_id=keys.key_id
-    )
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from agents_app.models import Pack, TrustedPackKey, UserAgent, UserSkill
+from agents_app.models import Pack, UserAgent, UserSkill
 from agents_app.packs import install
 from agents_app.personas import registry, skills
 from agents_app.runtime.turns import last_answer, start_turn, wait_for_turn
@@ -28,7 +28,12 @@ from tests.support.celery_worker import celery_worker_process
 from tests.support.django_subprocess import DjangoProcess
 from tests.support.git_server import Runbooks, git_http_server
 from tests.support.httpd import loopback_site
-from tests.support.packs import PERSONA, archive_of, minisign_keypair, sign_with_minisign, write_pack
+from tests.support.packs import (
+    PERSONA,
+    archive_of,
+    sign_with_minisign,
+    write_pack,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -52,17 +57,6 @@ def fresh_registries():
     registry.reset()
     yield
     registry.reset()
-
-
-@pytest.fixture
-def keys(tmp_path, org):
-    """A real minisign key pair whose public key the organization trusts."""
-    (tmp_path / "keys").mkdir()
-    pair = minisign_keypair(tmp_path / "keys")
-    TrustedPackKey.objects.create(
-        organization=org, name="platform team", public_key=pair.public_text, key_id=pair.key_id
-    )
-    return pair
 
 
 def signed_pack(tmp_path, keys, version: str, body: str = "") -> object:
@@ -108,7 +102,7 @@ def run_turn(member, question: str) -> str:
 
 
 def test_a_pack_from_a_catalog_is_used_at_once_by_a_running_worker_and_goes_with_uninstall(
-    org, org_admin, member, keys, agents_llm, fake_llm, settings, tmp_path
+    org, org_admin, member, keys, trusted, agents_llm, fake_llm, settings, tmp_path
 ):
     settings.ONGRID_EXECUTOR = "celery"
     data = archive_of(signed_pack(tmp_path, keys, "1.0.0"))
@@ -160,7 +154,7 @@ def test_a_pack_from_a_catalog_is_used_at_once_by_a_running_worker_and_goes_with
     assert ChatSession.objects.filter(parent_session__isnull=False, agent_id=PERSONA_NAME).count() == 1
 
 
-def test_an_upgrade_and_a_rollback_from_git_reach_a_second_process(org, org_admin, keys, tmp_path):
+def test_an_upgrade_and_a_rollback_from_git_reach_a_second_process(org, org_admin, keys, trusted, tmp_path):
     repository = Runbooks(tmp_path / "git", name="packs").create()
     first = signed_pack(tmp_path, keys, "1.0.0", body="Version one: read the runbook aloud.")
     second = signed_pack(tmp_path, keys, "1.1.0", body="Version two: follow the runbook silently.")

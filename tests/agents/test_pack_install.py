@@ -114,18 +114,6 @@ def fresh_registries():
     skill_sources.forget()
 
 
-@pytest.fixture
-def keys(tmp_path):
-    return minisign_keypair(tmp_path)
-
-
-@pytest.fixture
-def trusted(org, keys):
-    return TrustedPackKey.objects.create(
-        organization=org, name="Pack Author", public_key=keys.public_text, key_id=keys.key_id
-    )
-
-
 def signed(tmp_path, keys, folder="pack", **kwargs):
     """A pack directory written, signed with the real minisign, and read back as its files."""
     root = write_pack(tmp_path / folder, **kwargs)

@@ -30,11 +30,6 @@ def minisign(*args: str, cwd) -> subprocess.CompletedProcess:
     )
 
 
-@pytest.fixture
-def keys(tmp_path):
-    return minisign_keypair(tmp_path)
-
-
 def minisign_sign(tmp_path, keys, *extra: str, message: bytes = MESSAGE) -> str:
     (tmp_path / "pack.yaml").write_bytes(message)
     result = minisign("-S", "-s", str(keys.secret), "-m", "pack.yaml", *extra, cwd=tmp_path)

@@ -15,8 +15,10 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 import yaml
 
+from agents_app.models import TrustedPackKey
 from agents_app.packs.archive import build_archive, read_directory
 from agents_app.packs.contents import MANIFEST, SIGNATURE
 from agents_app.packs.manifest import file_hashes
@@ -139,3 +141,17 @@ def minisign_verifies(directory: Path, keypair: MinisignKeypair) -> bool:
         capture_output=True,
     )
     return result.returncode == 0
+
+
+@pytest.fixture
+def keys(tmp_path) -> MinisignKeypair:
+    """A real minisign key pair (import this fixture together with `trusted`)."""
+    return minisign_keypair(tmp_path)
+
+
+@pytest.fixture
+def trusted(org, keys) -> TrustedPackKey:
+    """`keys` as the organization's trusted pack key, named "Pack Author"."""
+    return TrustedPackKey.objects.create(
+        organization=org, name="Pack Author", public_key=keys.public_text, key_id=keys.key_id
+    )
