@@ -137,7 +137,7 @@ def _incident(organization, spec: dict, devices, now) -> int:
         started_at=_ago(spec, now),
         affected_services=spec.get("affected_services") or [],
         device=devices.get(spec.get("device", "")),
-        source=Incident.Source.MANUAL,
+        source=spec.get("source", Incident.Source.MANUAL),  # a paged alert: pagerduty, opsgenie, grafana
     )
     for alert in spec.get("alerts") or []:
         labels = alert.get("labels") or {}
@@ -169,3 +169,25 @@ def remove_sandbox(sandbox: Sandbox) -> None:
         UserAgent.objects.filter(organization_id=sandbox.organization_id).delete()
         Organization.objects.filter(pk=sandbox.organization_id).delete()
     get_user_model().objects.filter(pk=sandbox.user_id).delete()
+
+
+def entity_names(estate: dict) -> dict[str, tuple[str, ...]]:
+    """The estate's nameable things, each under one canonical name with the other names it goes by.
+
+    A topology node bound to a device is the device (an answer may say "redis" or "redis-01" for
+    the same failing box); a node without a device stands alone. A change event becomes an entity
+    when the scenario names it (`name`, say "payments-api revision 4"), with `aliases` holding the
+    strings that identify it in prose: its version, commit, setting. Devices and nodes take
+    `aliases` too. Canonical names come first in each tuple, then the aliases in file order.
+    """
+    entities: dict[str, list[str]] = {}
+    for device in estate.get("devices") or []:
+        entities.setdefault(device["name"], [device["name"]]).extend(device.get("aliases") or [])
+    for node in (estate.get("topology") or {}).get("nodes") or []:
+        owner = node.get("device") if node.get("device") in entities else node["name"]
+        names = entities.setdefault(owner, [owner])
+        names.extend(n for n in (node["name"], *(node.get("aliases") or [])) if n not in names)
+    for change in estate.get("changes") or []:
+        if change.get("name"):
+            entities.setdefault(change["name"], [change["name"]]).extend(change.get("aliases") or [])
+    return {name: tuple(dict.fromkeys(names)) for name, names in entities.items()}

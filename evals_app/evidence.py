@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from django.db.models import Q
 
-from agents_app.api import last_answer
+from agents_app.api import TOOL_SEARCH, last_answer
 from agents_app.models import MutatingProposal
 from audit_app.costs import estimate_cost
 from audit_app.models import AuditLog, LLMCall
@@ -53,6 +53,7 @@ class Evidence:
     cost_usd: float | None = None
     models: tuple[str, ...] = ()
     session_ids: tuple[int, ...] = field(default=())
+    reports: tuple[str, ...] = ()  # the workers' final answers (reviewers excluded): their reports
 
     @property
     def tokens(self) -> int:
@@ -60,8 +61,9 @@ class Evidence:
 
     @property
     def investigation(self) -> tuple[ToolAttempt, ...]:
-        """The agents' own calls; the reviewer's reads belong to the gate, not the budget."""
-        return tuple(a for a in self.attempts if a.persona != REVIEWER)
+        """The agents' own calls; the reviewer's reads belong to the gate, not the budget, and
+        ToolSearch only loads schemas (docs/kernel.md)."""
+        return tuple(a for a in self.attempts if a.persona != REVIEWER and a.tool != TOOL_SEARCH.name)
 
 
 def collect(root_session_id: int) -> Evidence:
@@ -92,6 +94,8 @@ def collect(root_session_id: int) -> Evidence:
         used["prompt"] += call.prompt_tokens
         used["completion"] += call.completion_tokens
     answer = last_answer(root_session_id)
+    workers = [s.pk for s in sessions if s.pk != root_session_id and s.agent_id != REVIEWER]
+    reports = tuple(m.content for m in (last_answer(pk) for pk in workers) if m is not None and m.content)
     return Evidence(
         root_session_id=root_session_id,
         answer=answer.content if answer is not None else "",
@@ -104,4 +108,5 @@ def collect(root_session_id: int) -> Evidence:
         cost_usd=estimate_cost(usage)["usd"] if usage else 0.0,
         models=tuple(sorted(usage)),
         session_ids=tuple(ids),
+        reports=reports,
     )

@@ -13,17 +13,41 @@ from evals_app.runner import RunResult
 FORMAT_VERSION = 1
 
 
+def macro_f1(results: list[RunResult]) -> float | None:
+    """The mean of the investigator's F1 over the runs that have one (None: no run has one)."""
+    scores = [r.entities["f1"] for r in results if r.entities is not None]
+    return round(sum(scores) / len(scores), 3) if scores else None
+
+
+def judge_agreement(results: list[RunResult]) -> dict | None:
+    """How often the judge and the entity extraction reach the same verdict (None: no judge ran)."""
+    judged = [r.judge_agrees for r in results if r.judge_agrees is not None]
+    if not judged:
+        return None
+    return {"judged": len(judged), "agreed": sum(judged), "rate": round(sum(judged) / len(judged), 3)}
+
+
 def pass_rates(results: list[RunResult]) -> dict:
-    """{"overall": {...}, "categories": {category: {"runs", "passed", "rate"}}}."""
+    """{"overall": {...}, "categories": {category: {"runs", "passed", "rate", "macro_f1"}}}, and the
+    judge's agreement with the entity extraction when a judge ran."""
     by_category: dict[str, list[RunResult]] = defaultdict(list)
     for result in results:
         by_category[result.category].append(result)
 
     def rate(group: list[RunResult]) -> dict:
         passed = sum(r.passed for r in group)
-        return {"runs": len(group), "passed": passed, "rate": round(passed / len(group), 3) if group else 0.0}
+        return {
+            "runs": len(group),
+            "passed": passed,
+            "rate": round(passed / len(group), 3) if group else 0.0,
+            "macro_f1": macro_f1(group),
+        }
 
-    return {"overall": rate(results), "categories": {c: rate(g) for c, g in sorted(by_category.items())}}
+    summary = {"overall": rate(results), "categories": {c: rate(g) for c, g in sorted(by_category.items())}}
+    agreement = judge_agreement(results)
+    if agreement is not None:
+        summary["judge_agreement"] = agreement
+    return summary
 
 
 def as_document(results: list[RunResult], meta: dict) -> dict:
@@ -35,13 +59,15 @@ def as_document(results: list[RunResult], meta: dict) -> dict:
     }
 
 
-def write_json(document: dict, directory: Path) -> Path:
-    path = directory / "results.json"
+def write_json(document: dict, directory: Path, path: Path | None = None) -> Path:
+    path = path or directory / "results.json"
     path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return path
 
 
-def write_junit(results: list[RunResult], directory: Path, name: str = "ongrid-evals") -> Path:
+def write_junit(
+    results: list[RunResult], directory: Path, name: str = "ongrid-evals", path: Path | None = None
+) -> Path:
     """One <testsuite> per category, one <testcase> per run; failed checks are the failure text."""
     root = ET.Element("testsuites", name=name, tests=str(len(results)))
     by_category: dict[str, list[RunResult]] = defaultdict(list)
@@ -73,7 +99,7 @@ def write_junit(results: list[RunResult], directory: Path, name: str = "ongrid-e
                 if result.judge and result.judge.get("verdict") == "fail":
                     failure.text += f"\njudge: {result.judge.get('reason', '')}"
     root.set("failures", str(failures_total))
-    path = directory / "junit.xml"
+    path = path or directory / "junit.xml"
     ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
     return path
 
@@ -84,11 +110,12 @@ def _cost(value: float | None) -> str:
 
 def table(results: list[RunResult]) -> str:
     """The per-run table: scenario, pass, checks failed, tool calls, tokens, latency, cost."""
-    header = ("scenario", "pass", "checks failed", "tools", "tokens", "latency", "cost")
+    header = ("scenario", "pass", "F1", "checks failed", "tools", "tokens", "latency", "cost")
     rows = [
         (
             r.scenario if r.attempt == 1 else f"{r.scenario}#{r.attempt}",
             "PASS" if r.passed else "FAIL",
+            _f1(r.entities["f1"] if r.entities else None),
             ", ".join(r.failed_checks) or "-",
             str(r.tool_calls),
             str(r.tokens),
@@ -105,12 +132,23 @@ def table(results: list[RunResult]) -> str:
     return "\n".join(lines)
 
 
+def _f1(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
 def rates_text(summary: dict) -> str:
-    lines = []
-    for category, figures in summary["categories"].items():
-        lines.append(f"{category:<16} {figures['passed']}/{figures['runs']}  {figures['rate'] * 100:5.1f} %")
-    overall = summary["overall"]
-    lines.append(f"{'overall':<16} {overall['passed']}/{overall['runs']}  {overall['rate'] * 100:5.1f} %")
+    """Pass rate and investigator macro-F1 per category, then overall (and the judge's agreement)."""
+    rows = [*summary["categories"].items(), ("overall", summary["overall"])]
+    lines = [
+        f"{name:<16} {f['passed']}/{f['runs']}  {f['rate'] * 100:5.1f} %  F1 {_f1(f.get('macro_f1'))}"
+        for name, f in rows
+    ]
+    agreement = summary.get("judge_agreement")
+    if agreement:
+        lines.append(
+            f"judge agrees with the entity extraction on {agreement['agreed']}/{agreement['judged']}"
+            f" ({agreement['rate'] * 100:.1f} %)"
+        )
     return "\n".join(lines)
 
 
@@ -126,6 +164,32 @@ def _per_scenario(document: dict) -> dict[str, tuple[float, float]]:
         )
         for name, group in runs.items()
     }
+
+
+def _f1_per_scenario(document: dict) -> dict[str, float]:
+    """scenario -> mean investigator F1 of its runs (scenarios without entities left out)."""
+    scores: dict[str, list[float]] = defaultdict(list)
+    for result in document.get("results", []):
+        if result.get("entities"):
+            scores[result["scenario"]].append(float(result["entities"]["f1"]))
+    return {name: round(sum(group) / len(group), 3) for name, group in scores.items()}
+
+
+def regressions(current: dict, baseline: dict) -> list[dict]:
+    """The scenarios the regression gate fails on: fewer of their runs passed than in the
+    baseline, or their F1 fell. A lower partial score alone is not one (it shows as "worse")."""
+    now, before = _per_scenario(current), _per_scenario(baseline)
+    f1_now, f1_before = _f1_per_scenario(current), _f1_per_scenario(baseline)
+    found = []
+    for name in sorted(set(now) & set(before)):
+        reasons = []
+        if now[name][0] < before[name][0]:
+            reasons.append(f"passed {before[name][0]:.0%} → {now[name][0]:.0%}")
+        if name in f1_before and f1_now.get(name, 0.0) < f1_before[name] - 1e-9:
+            reasons.append(f"F1 {f1_before[name]:.2f} → {f1_now.get(name, 0.0):.2f}")
+        if reasons:
+            found.append({"scenario": name, "reasons": reasons})
+    return found
 
 
 def compare(current: dict, baseline: dict) -> dict:
@@ -152,6 +216,7 @@ def compare(current: dict, baseline: dict) -> dict:
         "worse": worse,
         "new": sorted(set(now) - set(before)),
         "missing": sorted(set(before) - set(now)),
+        "regressions": regressions(current, baseline),
     }
 
 
@@ -169,4 +234,6 @@ def comparison_text(comparison: dict) -> str:
         lines.append(f"  missing {', '.join(comparison['missing'])}")
     if not comparison["better"] and not comparison["worse"]:
         lines.append("  no scenario changed")
+    for regression in comparison.get("regressions", []):
+        lines.append(f"  REGRESSION {regression['scenario']}: {'; '.join(regression['reasons'])}")
     return "\n".join(lines)

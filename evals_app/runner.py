@@ -29,7 +29,8 @@ from agents_app.api import (
 )
 from chat_app import services
 from chat_app.models import Channel
-from evals_app.estate import Sandbox, create_sandbox, remove_sandbox
+from evals_app.entities import agrees_with_judge, score_entities
+from evals_app.estate import Sandbox, create_sandbox, entity_names, remove_sandbox
 from evals_app.evidence import Evidence, collect
 from evals_app.grading import Check, grade
 from evals_app.judge import judge
@@ -70,6 +71,8 @@ class RunResult:
     session_ids: list[int] = field(default_factory=list)
     organization: str = ""
     judge: dict | None = None
+    entities: dict | None = None  # the investigator's F1 (evals_app/entities.py); None: not scored
+    judge_agrees: bool | None = None  # the judge's verdict matches the entity extraction's
     error: str = ""
 
     @property
@@ -97,6 +100,8 @@ class RunResult:
             "session_ids": self.session_ids,
             "organization": self.organization,
             "judge": self.judge,
+            "entities": self.entities,
+            "judge_agrees": self.judge_agrees,
             "error": self.error,
         }
 
@@ -153,6 +158,16 @@ async def run_scenario(scenario: Scenario, attempt: int, options: RunOptions) ->
         if options.judge_provider is not None and scenario.expected.root_cause:
             result.judge = (await judge(scenario, evidence.answer, options.judge_provider)).as_dict()
         result.passed, result.score = score_of(result.checks, result.judge)
+        if scenario.expected.entities is not None:
+            entities = score_entities(
+                scenario.expected.entities.all,
+                [*evidence.reports, evidence.answer],
+                entity_names(scenario.estate),
+            )
+            result.entities = entities.as_dict()
+            result.judge_agrees = agrees_with_judge(
+                entities, scenario.expected.entities.patient_zero, result.judge
+            )
         result.tool_calls = len(evidence.investigation)
         result.tokens = evidence.tokens
         result.cost_usd = evidence.cost_usd

@@ -9,6 +9,7 @@ cannot silently weaken a check.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 import yaml
 
 from agents_app.api import MATCHERS, Recording
+from evals_app.estate import entity_names
 
 SUITE_DIR = Path(__file__).resolve().parent.parent / "evals"
 SCENARIOS_DIR = SUITE_DIR / "scenarios"
@@ -25,8 +27,9 @@ _TOP_KEYS = {"name", "category", "tags", "difficulty", "description", "question"
              "recordings"}  # fmt: skip
 _ESTATE_KEYS = {"devices", "topology", "changes", "incidents", "knowledge"}
 _EXPECTED_KEYS = {"patient_zero", "decoys", "root_cause", "keywords", "specialist", "forbidden_tools",
-                  "tool_budget", "gate", "proposes"}  # fmt: skip
+                  "tool_budget", "gate", "proposes", "entities"}  # fmt: skip
 _PROPOSES_KEYS = {"tool", "arguments"}
+_ENTITY_KEYS = {"patient_zero", "chain", "change"}
 _RECORDING_KEYS = {"tool", "arguments", "match", "output", "output_file", "error"}
 
 
@@ -43,6 +46,19 @@ class Proposal:
 
 
 @dataclass(frozen=True)
+class ExpectedEntities:
+    """The root cause as a set of the estate's entities (canonical names), for the investigator's F1."""
+
+    patient_zero: str
+    chain: tuple[str, ...] = ()  # the other components from patient zero to the alerting symptom
+    change: tuple[str, ...] = ()  # the change event that triggered it, when one did
+
+    @property
+    def all(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys((self.patient_zero, *self.chain, *self.change)))
+
+
+@dataclass(frozen=True)
 class Expected:
     patient_zero: tuple[str, ...] = ()  # names that identify the root cause's component
     decoys: tuple[str, ...] = ()  # louder symptoms that must not be named before patient zero
@@ -53,6 +69,7 @@ class Expected:
     tool_budget: int = 15  # tool calls of the whole run (reviewers excluded)
     gate: str = ""  # "rejected": a write must be attempted and refused by the review gate
     proposes: Proposal | None = None  # a write that must reach the gate, run only if approved
+    entities: ExpectedEntities | None = None  # None: not an investigation, no F1
 
 
 @dataclass(frozen=True)
@@ -121,7 +138,30 @@ def _proposes(raw: Any) -> Proposal | None:
     return Proposal(raw["tool"].strip(), arguments)
 
 
-def _expected(raw: Any) -> Expected:
+def _entities(raw: Any, estate: dict) -> ExpectedEntities | None:
+    """`expected.entities`, every name resolved to its canonical one; a name the estate does not
+    know is refused (a typo would make the F1 unreachable)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or not isinstance(raw.get("patient_zero"), str):
+        raise ScenarioError("expected.entities must be a mapping with a `patient_zero` name")
+    _unknown(raw, _ENTITY_KEYS, "expected.entities")
+    canonical = {alias.lower(): name for name, aliases in entity_names(estate).items() for alias in aliases}
+
+    def resolve(names: tuple[str, ...], key: str) -> tuple[str, ...]:
+        unknown = [n for n in names if n.lower() not in canonical]
+        if unknown:
+            raise ScenarioError(f"expected.entities.{key}: {', '.join(unknown)} not in the estate")
+        return tuple(canonical[n.lower()] for n in names)
+
+    return ExpectedEntities(
+        patient_zero=resolve((raw["patient_zero"],), "patient_zero")[0],
+        chain=resolve(_strings(raw.get("chain"), "expected.entities.chain"), "chain"),
+        change=resolve(_strings(raw.get("change"), "expected.entities.change"), "change"),
+    )
+
+
+def _expected(raw: Any, estate: dict) -> Expected:
     if not isinstance(raw, dict):
         raise ScenarioError("`expected` must be a mapping")
     _unknown(raw, _EXPECTED_KEYS, "expected")
@@ -141,6 +181,7 @@ def _expected(raw: Any) -> Expected:
         tool_budget=budget,
         gate=gate,
         proposes=_proposes(raw.get("proposes")),
+        entities=_entities(raw.get("entities"), estate),
     )
 
 
@@ -172,7 +213,7 @@ def load_scenario(path: Path) -> Scenario:
             difficulty=str(data.get("difficulty") or "medium"),
             description=str(data.get("description") or "").strip(),
             estate=estate,
-            expected=_expected(data.get("expected") or {}),
+            expected=_expected(data.get("expected") or {}, estate),
             recordings=tuple(_recording(r, path.parent, i) for i, r in enumerate(recordings)),
             path=path,
         )
@@ -190,3 +231,17 @@ def load_suite(directory: Path = SCENARIOS_DIR, only: list[str] | None = None) -
     if only:
         scenarios = [s for s in scenarios if any(s.selected_by(selector) for selector in only)]
     return scenarios
+
+
+def suite_version(scenarios: list[Scenario]) -> str:
+    """A digest of the scenarios' files (each scenario.yaml and its recorded outputs): two runs with
+    the same version asked the same questions of the same recordings, so their scores compare."""
+    digest = hashlib.sha256()
+    for scenario in sorted(scenarios, key=lambda s: s.name):
+        if scenario.path is None:
+            continue
+        folder = scenario.path.parent
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            digest.update(str(path.relative_to(folder.parent)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]

@@ -66,6 +66,7 @@ GROUPS = (
         ("schedules_app.schedule", "schedules_app.schedulerun", "schedules_app.report"),
     ),
     ("audit", _("Audit"), ("chat_app.chatsession", "audit_app.auditlog", "audit_app.llmcall")),
+    ("evaluations", _("Evaluations"), ("evals_app.evalrun",)),
     (
         "access",
         _("Access"),

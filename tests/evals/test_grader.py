@@ -52,7 +52,7 @@ def test_expected_patient_zero_and_dispatch_pass(agents_llm):
     assert result.dispatched == ["incident-investigator"]
     assert result.tools_used == ["AgentTool", "query_promql"]
     investigator = agents_llm.seen["incident-investigator"][-1]
-    assert '"last": 37' in tool_messages(investigator)[-1]["content"]  # the recording, not a live query
+    assert '"last":37' in tool_messages(investigator)[-1]["content"]  # the recording, not a live query
     assert not Organization.objects.filter(slug=result.organization).exists()
     assert registered_nowhere()
 

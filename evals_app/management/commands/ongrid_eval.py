@@ -2,7 +2,9 @@
 
 Every scenario is one ordinary chat turn in a throwaway organization, graded from its session
 tree and audit rows. Prints a table and per-category pass rates, writes results.json and
-junit.xml under var/evals/<timestamp>/, and compares with a baseline run when asked.
+junit.xml under var/evals/<timestamp>/ (or where --json / --junit say), stores the run for the
+leaderboard, and compares with a baseline run when asked: a scenario that regressed on the
+baseline fails the command (the regression gate). `--compare RUN RUN` compares stored runs.
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ from django.conf import settings
 from django.core.management.base import CommandError
 from django.utils.translation import gettext_lazy as _
 
-from evals_app import reports
+from evals_app import leaderboard, reports
 from evals_app.judge import judge_provider
+from evals_app.models import EvalRun
 from evals_app.runner import RunOptions, RunResult, run_suite
-from evals_app.scenarios import SCENARIOS_DIR, ScenarioError, load_suite
+from evals_app.scenarios import SCENARIOS_DIR, ScenarioError, load_suite, suite_version
 from ops_app.core.commands import LocalizedCommand
 
 BAR_WIDTH = 24
@@ -47,6 +50,10 @@ def use_model(model: str | None, base_url: str | None) -> str:
     return settings.CONFIG.model
 
 
+def _path(value: str | None) -> Path | None:
+    return Path(value) if value else None
+
+
 class Command(LocalizedCommand):
     help = _("Run the agents' evaluation scenarios and grade them.")
 
@@ -60,7 +67,16 @@ class Command(LocalizedCommand):
         parser.add_argument("--parallel", type=int, default=1, help=_("scenarios running at once"))
         parser.add_argument("--judge-model", help=_("LLM judge of the root cause (default: none)"))
         parser.add_argument("--judge-base-url", help=_("the judge's endpoint (ONGRID_EVAL_JUDGE_BASE_URL)"))
-        parser.add_argument("--baseline", help=_("a previous results.json to compare with"))
+        parser.add_argument(
+            "--baseline", help=_("a previous results.json to compare with; a regression fails the run")
+        )
+        parser.add_argument("--write-baseline", help=_("also write this run's results.json to FILE"))
+        parser.add_argument("--json", help=_("write the results (or the --compare table) as JSON to FILE"))
+        parser.add_argument("--junit", help=_("write the JUnit XML report to FILE"))
+        parser.add_argument(
+            "--compare", nargs="+", type=int, metavar="RUN", help=_("compare stored runs by id and stop")
+        )
+        parser.add_argument("--no-store", action="store_true", help=_("do not store the run"))
         parser.add_argument("--output", help=_("directory for the reports (default var/evals/<timestamp>)"))
         parser.add_argument("--scenarios", help=_("scenario directory (default evals/scenarios)"))
         parser.add_argument(
@@ -74,6 +90,8 @@ class Command(LocalizedCommand):
     def handle(self, *args, **options):
         if options["repeat"] < 1 or options["parallel"] < 1:
             raise CommandError("--repeat and --parallel must be at least 1.")
+        if options["compare"]:
+            return self._compare(options["compare"], options["json"])
         baseline = self._baseline(options["baseline"])
         try:
             scenarios = load_suite(Path(options["scenarios"] or SCENARIOS_DIR), options["only"] or None)
@@ -114,8 +132,14 @@ class Command(LocalizedCommand):
         stamp = started.strftime("%Y%m%dT%H%M%SZ")
         directory = Path(options["output"] or settings.CONFIG.data_dir / "evals" / stamp)
         directory.mkdir(parents=True, exist_ok=True)
-        json_path = reports.write_json(document, directory)
-        junit_path = reports.write_junit(results, directory)
+        json_path = reports.write_json(document, directory, _path(options["json"]))
+        junit_path = reports.write_junit(results, directory, path=_path(options["junit"]))
+        if options["write_baseline"]:
+            reports.write_json(
+                {k: v for k, v in document.items() if k != "comparison"},
+                directory,
+                Path(options["write_baseline"]),
+            )
         self.stdout.write(reports.table(results))
         self.stdout.write("")
         self.stdout.write(reports.rates_text(document["summary"]))
@@ -126,6 +150,27 @@ class Command(LocalizedCommand):
             kept = sorted({r.organization for r in results})
             self.stdout.write(f"\nkept organizations (audit pages, as platform staff): {', '.join(kept)}")
         self.stdout.write(f"\nresults: {json_path}\njunit:   {junit_path}")
+        if not options["no_store"]:
+            endpoint = (
+                "" if model == "offline" else (options["base_url"] or settings.CONFIG.openai_base_url or "")
+            )
+            run = leaderboard.store_run(document, endpoint=endpoint, suite_version=suite_version(scenarios))
+            self.stdout.write(f"stored:  run #{run.pk} (manage.py ongrid_eval --compare {run.pk} RUN)")
+        if baseline is not None and document["comparison"]["regressions"]:
+            names = ", ".join(r["scenario"] for r in document["comparison"]["regressions"])
+            raise CommandError(f"Regression against the baseline {options['baseline']}: {names}")
+
+    def _compare(self, ids: list[int], json_file: str | None) -> None:
+        runs = {run.pk: run for run in EvalRun.objects.filter(pk__in=ids)}
+        missing = [str(i) for i in ids if i not in runs]
+        if missing:
+            raise CommandError(f"No stored run {', '.join(missing)} (see the admin's Evaluations page).")
+        table = leaderboard.comparison([runs[i] for i in ids])
+        self.stdout.write(leaderboard.comparison_text(table))
+        if json_file:
+            Path(json_file).write_text(
+                json.dumps(table, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+            )
 
     @staticmethod
     def _baseline(path: str | None) -> dict | None:
