@@ -80,6 +80,8 @@ class AuditLog(AppendOnlyModel, TenantModel):
     error = models.TextField(verbose_name=_("error"), blank=True)
     started_at = models.DateTimeField(verbose_name=_("started at"))
     duration_ms = models.PositiveIntegerField(verbose_name=_("duration (ms)"), default=0)
+    # The OpenTelemetry trace the call was made in ("" while tracing is off): docs/observability.md.
+    trace_id = models.CharField(verbose_name=_("trace ID"), max_length=32, blank=True, default="")
 
     objects = AuditManager()
 
@@ -129,6 +131,7 @@ class LLMCall(AppendOnlyModel, TenantModel):
     finish_reason = models.CharField(verbose_name=_("finish reason"), max_length=40, blank=True)
     error = models.TextField(verbose_name=_("error"), blank=True)
     started_at = models.DateTimeField(verbose_name=_("started at"))
+    trace_id = models.CharField(verbose_name=_("trace ID"), max_length=32, blank=True, default="")
 
     objects = AuditManager()
 

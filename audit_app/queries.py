@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from django import forms
+from django.conf import settings
 from django.db.models import Count, Q, QuerySet, Sum
 from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
@@ -24,6 +25,7 @@ from audit_app.models import AuditLog, LLMCall, ToolStatus
 from audit_app.search import matching_sessions
 from chat_app.channels import channel_choices
 from chat_app.models import ChatSession, SessionKind, SessionStatus
+from ops_app.core import tracing
 from ops_app.tenancy import roles
 from ops_app.tenancy.scoping import sees_all_tenants
 
@@ -326,7 +328,26 @@ def model_call_entry(call: LLMCall) -> dict:
         "latency_ms": call.latency_ms,
         "finish_reason": call.finish_reason,
         "error": call.error,
+        "trace": trace_link(call.trace_id),
     }
+
+
+def trace_link(trace_id: str) -> dict | None:
+    """The OpenTelemetry trace a row was written in, with its page in the trace UI when
+    ONGRID_TRACE_URL_TEMPLATE names one (docs/observability.md); None for rows of untraced turns."""
+    if not trace_id:
+        return None
+    return {"id": trace_id, "url": tracing.trace_url(trace_id, settings.CONFIG.trace_url_template)}
+
+
+def distinct_traces(entries: list[dict]) -> list[dict]:
+    """The traces of a node's calls, each once, in the order they first appear: one per turn."""
+    seen: dict[str, dict] = {}
+    for entry in entries:
+        trace = entry.get("trace")
+        if trace is not None:
+            seen.setdefault(trace["id"], trace)
+    return list(seen.values())
 
 
 def session_summary(row: ChatSession, call_count: int, by_endpoint: dict[str, Usage] | None) -> dict:

@@ -16,6 +16,7 @@ from django.conf import settings
 
 from audit_app.models import AuditLog, LLMCall
 from audit_app.redaction import redact_arguments, redact_text
+from ops_app.core import tracing
 from ops_app.core.async_db import db_twin
 
 log = logging.getLogger(__name__)
@@ -62,6 +63,7 @@ async def record_tool_call(
             error=redact_text(error),
             started_at=started_at,
             duration_ms=duration_ms,
+            trace_id=tracing.current_trace_id(),
         )
     except Exception:  # noqa: BLE001 - see the module docstring
         log.exception("could not write the audit row for %s (call %s)", tool, tool_call_id)
@@ -99,6 +101,7 @@ async def record_llm_call(
             finish_reason=finish_reason[:40],
             error=redact_text(error),
             started_at=started_at,
+            trace_id=tracing.current_trace_id(),
         )
     except Exception:  # noqa: BLE001 - see the module docstring
         log.exception("could not record the LLM call")

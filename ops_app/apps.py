@@ -28,3 +28,12 @@ class OpsAppConfig(AppConfig):
             dispatch_uid="ongrid-vault-repo-copy",
         )
         log_masking.install()
+        self._start_tracing()
+
+    def _start_tracing(self) -> None:
+        """OpenTelemetry, only when an OTLP endpoint is configured (docs/observability.md)."""
+        from django.conf import settings
+
+        from ops_app.core import tracing
+
+        tracing.configure(settings.CONFIG)

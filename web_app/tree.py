@@ -21,10 +21,12 @@ from agents_app.api import AGENT_TOOL, describe_proposal
 from agents_app.models import MutatingProposal
 from audit_app.models import AuditLog, LLMCall
 from audit_app.queries import (
+    distinct_traces,
     llm_usage_by_session,
     merge_endpoint_usage,
     model_call_entry,
     session_summary,
+    trace_link,
     usage_from_calls,
 )
 from chat_app.models import ChatMessage, ChatSession, MessageRole
@@ -141,6 +143,7 @@ class _Assembler:
         summary["proposals"] = self.proposals[session_id]
         summary["timeline"] = self.timeline(row)
         summary["model_calls"] = self.model_calls[session_id]
+        summary["traces"] = distinct_traces(self.model_calls[session_id])
         summary["children"] = [self.node(child.pk) for child in self.children[session_id]]
         return summary
 
@@ -235,6 +238,7 @@ def call_entry(call: AuditLog, proposal: dict | None = None) -> dict:
         "started_at": call.started_at,
         "duration_ms": call.duration_ms,
         "proposal": proposal,
+        "trace": trace_link(call.trace_id),
     }
 
 

@@ -47,6 +47,7 @@ from agents_app.tools.invoke import GateDecision
 from agents_app.tools.toolbag import build_toolbag
 from agents_app.toolsets.contract import Tool, ToolContext, ToolError
 from agents_app.toolsets.registry import load_builtin_tools
+from agents_app.toolsets.tracing import traced_human_wait, traced_review
 from audit_app.models import AuditLog
 from audit_app.redaction import redact_arguments, redact_text
 from chat_app import services
@@ -275,6 +276,7 @@ def _context_summary(session: ChatSession) -> str:
     return text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 1] + "…"
 
 
+@traced_review
 async def _ask_reviewer(
     runtime: ReviewerSpawner, proposal: MutatingProposal, session: ChatSession, ctx: ToolContext, publisher
 ) -> Verdict:
@@ -391,6 +393,7 @@ def _mentions(target: str) -> dict | None:
     return None
 
 
+@traced_human_wait
 async def _wait_for_human(proposal: MutatingProposal, publisher) -> MutatingProposal:
     await _publish(publisher, events.ProposalPending, proposal)
 

@@ -13,6 +13,7 @@ from agents_app.llm.base import (
     LLMRetrying,
     ToolCall,
 )
+from agents_app.toolsets.tracing import traced_provider
 
 __all__ = [
     "LLMCompletion",
@@ -52,7 +53,7 @@ async def aget_provider(model_hint: str | None, organization_id: int | None) -> 
 
     endpoint = None if model_hint == "offline" else await adefault_endpoint(organization_id)
     if endpoint is None:
-        return get_provider(model_hint)
+        return traced_provider(get_provider(model_hint))
     from agents_app.llm.openai_provider import OpenAIProvider
 
     provider = OpenAIProvider(
@@ -66,4 +67,4 @@ async def aget_provider(model_hint: str | None, organization_id: int | None) -> 
     provider.endpoint = endpoint.name
     provider.model_aliases = dict(endpoint.model_aliases or {})  # `model: sonnet` -> one of its models
     provider.timeout_setting = f"the timeout of LLM endpoint {endpoint.name!r}"
-    return provider
+    return traced_provider(provider)

@@ -24,6 +24,7 @@ from agents_app.runtime.publishing import Publisher
 from agents_app.runtime.tasks import run_turn_task
 from chat_app.models import MessageKind, MessageRole
 from chat_app.services import aappend_message, aend_turn, process_identity, reap_orphans
+from ops_app.core import tracing
 
 log = logging.getLogger(__name__)
 
@@ -147,7 +148,7 @@ def submit_turn(session_id: int) -> asyncio.Future | concurrent.futures.Future |
         else:
             _keep(running.create_task(_queue_turn(session_id, process_identity())))
         return None
-    return run_in_background(_fresh_turn(session_id))
+    return run_in_background(tracing.carry_context(_fresh_turn(session_id)))
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
