@@ -46,6 +46,7 @@ from agents_app.toolsets.names import control_tools
 from agents_app.toolsets.prometheus.manifest import QUERY_PROMQL
 from agents_app.toolsets.registry import backend_of, load_builtin_tools, redirects, toolset_of
 from agents_app.toolsets.submissions.manifest import SUBMIT_FINDING, SUBMIT_REPORT
+from agents_app.toolsets.tool_search.manifest import TOOL_SEARCH
 
 __all__ = [
     # turns and the runtime (docs/runtime.md)
@@ -101,6 +102,7 @@ __all__ = [
     "QUERY_PROMQL",
     "SUBMIT_REPORT",
     "SUBMIT_FINDING",
+    "TOOL_SEARCH",
     # evaluations (docs/evals.md)
     "MATCHERS",
     "Recording",

@@ -158,3 +158,29 @@ class ChatMessage(models.Model):
 
     def __str__(self) -> str:
         return f"{self.role}: {self.content[:60]}"
+
+
+class HistorySummary(models.Model):
+    """The earlier turns of a long chat, condensed so its history fits the model's budget
+    (ONGRID_HISTORY_TOKENS; docs/chat.md, "Long chats"). Each compaction adds a row, covering the
+    messages up to `through_seq` (the previous summary included); the newest row is the one sent.
+    Kept for the audit pages, which show what the model was told instead of those turns."""
+
+    session = models.ForeignKey(
+        ChatSession, verbose_name=_("session"), on_delete=models.CASCADE, related_name="history_summaries"
+    )
+    through_seq = models.PositiveIntegerField(verbose_name=_("through message"))
+    text = models.TextField(verbose_name=_("summary"))
+    messages = models.PositiveIntegerField(verbose_name=_("messages summarised"), default=0)
+    # The model that wrote it, or "" for the summary made without one (offline, or the model failed).
+    model = models.CharField(verbose_name=_("model"), max_length=200, blank=True)
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("history summary")
+        verbose_name_plural = _("history summaries")
+        db_table = "chat_history_summaries"
+        indexes = [models.Index(fields=["session", "-through_seq"], name="summary_session_seq_idx")]
+
+    def __str__(self) -> str:
+        return f"summary of session {self.session_id} through #{self.through_seq}"

@@ -24,6 +24,7 @@ from chat_app.models import (
     Channel,
     ChatMessage,
     ChatSession,
+    HistorySummary,
     MessageKind,
     MessageRole,
     SessionKind,
@@ -381,6 +382,34 @@ def history(session_id: int, limit: int = 50) -> list[dict]:
     return [_as_openai(row) for row in rows]
 
 
+def history_window(session_id: int, limit: int = 400) -> tuple[HistorySummary | None, list[dict]]:
+    """The session's newest history summary and the messages after it (the last `limit` at most),
+    in OpenAI format plus their `seq`; like `history`, the window starts at a user message."""
+    summary = HistorySummary.objects.filter(session_id=session_id).order_by("-through_seq").first()
+    rows = list(
+        ChatMessage.objects.filter(
+            session_id=session_id,
+            kind__in=[MessageKind.TEXT, MessageKind.STOPPED],
+            seq__gt=summary.through_seq if summary else 0,
+        )
+        .exclude(role=MessageRole.SYSTEM)
+        .order_by("-seq")[:limit]
+        .values("seq", "role", "content", "tool_calls", "tool_call_id")
+    )[::-1]
+    while rows and rows[0]["role"] != MessageRole.USER:
+        rows.pop(0)
+    return summary, [{**_as_openai(row), "seq": row["seq"]} for row in rows]
+
+
+def save_history_summary(
+    session_id: int, *, through_seq: int, text: str, messages: int, model: str = ""
+) -> HistorySummary:
+    """Record a compaction of the session's history up to message `through_seq`."""
+    return HistorySummary.objects.create(
+        session_id=session_id, through_seq=through_seq, text=text, messages=messages, model=model
+    )
+
+
 def _as_openai(row: dict) -> dict:
     message: dict = {"role": row["role"], "content": row["content"]}
     if row["role"] == MessageRole.ASSISTANT and row["tool_calls"]:
@@ -391,6 +420,8 @@ def _as_openai(row: dict) -> dict:
 
 
 abegin_turn = sync_to_async(begin_turn)
+ahistory_window = db_twin(history_window)
+asave_history_summary = db_twin(save_history_summary)
 arename_chat = sync_to_async(rename_chat)
 adelete_chat = sync_to_async(delete_chat)
 aend_turn = db_twin(end_turn)

@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import dj_database_url
 from cryptography.hazmat.primitives import hashes
@@ -82,6 +82,13 @@ class Config:
     # The longest Retry-After of a 429/503 that is waited out; a longer one fails the call at once.
     llm_retry_after_max: float = 60.0
     tool_result_limit: int = 16000
+    # Deferred tool schemas (docs/kernel.md "Deferred tools and ToolSearch"): an agent with more
+    # tools than `deferred_tools_above` is sent its core tools' schemas and a ToolSearch tool.
+    tool_search: bool = True
+    deferred_tools_above: int = 15
+    # Tokens (≈ 4 characters each) of a chat's history sent per model call before its earlier turns
+    # are summarised (docs/chat.md "Long chats"); 0: no summaries, the last 50 messages.
+    history_tokens: int = 16000
     metrics_token: str | None = None
     # USD per million tokens, {"model": {"input": x, "output": y}}; audit pages estimate cost with it.
     model_prices: dict = field(default_factory=lambda: dict(DEFAULT_MODEL_PRICES))
@@ -135,6 +142,15 @@ class Config:
     # Where outbound requests for organizations may go besides public addresses (docs/security.md,
     # "Egress"): ONGRID_EGRESS_ALLOW plus the hosts of the deployment's own URLs.
     egress_allow: AllowList = field(default_factory=AllowList)
+    # OpenTelemetry traces (docs/observability.md): off unless an OTLP/HTTP endpoint is set. The
+    # endpoint is the full URL spans are posted to; headers (an API key) are never logged.
+    otel_traces_endpoint: str | None = None
+    otel_headers: dict = field(default_factory=dict, repr=False)
+    otel_service_name: str = "ongrid"
+    otel_resource_attributes: dict = field(default_factory=dict)
+    otel_capture_content: bool = False  # message bodies, tool arguments and results on spans
+    # A link from the audit pages to a trace UI: `{trace_id}` is replaced by the trace id.
+    trace_url_template: str = ""
 
     @property
     def uses_redis(self) -> bool:
@@ -217,6 +233,32 @@ def _list(env: Mapping[str, str], name: str, default: str, sep: str = ",") -> li
 def _optional(env: Mapping[str, str], name: str) -> str | None:
     value = env.get(name, "").strip()
     return value or None
+
+
+def _otel_traces_endpoint(env: Mapping[str, str]) -> str | None:
+    """The OTLP/HTTP URL spans go to, as the OpenTelemetry specification derives it: the
+    signal-specific variable as given, else the base endpoint plus `/v1/traces`. None: tracing off
+    (also when OTEL_SDK_DISABLED or OTEL_TRACES_EXPORTER=none says so)."""
+    if _flag(env, "OTEL_SDK_DISABLED") or env.get("OTEL_TRACES_EXPORTER", "").strip().lower() == "none":
+        return None
+    specific = _optional(env, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    if specific:
+        return specific
+    base = _optional(env, "OTEL_EXPORTER_OTLP_ENDPOINT")
+    return f"{base.rstrip('/')}/v1/traces" if base else None
+
+
+def _key_values(env: Mapping[str, str], name: str) -> dict:
+    """`key1=value1,key2=value2` (the OTel format of headers and resource attributes), values
+    percent-decoded; a malformed entry is refused rather than silently dropped."""
+    pairs = {}
+    for item in _list(env, name, ""):
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            # The entry itself is not quoted back: a header's value may be a credential.
+            raise ConfigError(f"{name}: expected key=value pairs separated by commas")
+        pairs[unquote(key.strip())] = unquote(value.strip())
+    return pairs
 
 
 def _database(env: Mapping[str, str], data_dir: Path) -> dict:
@@ -453,6 +495,9 @@ def load(env: Mapping[str, str] | None = None) -> Config:
         llm_max_retries=int(_number(env, "ONGRID_LLM_MAX_RETRIES", 3, int, 0)),
         llm_retry_after_max=_number(env, "ONGRID_LLM_RETRY_AFTER_MAX", 60.0, float, 0),
         tool_result_limit=int(_number(env, "ONGRID_TOOL_RESULT_LIMIT", 16000, int, 200)),
+        tool_search=_flag(env, "ONGRID_TOOL_SEARCH", default=True),
+        deferred_tools_above=int(_number(env, "ONGRID_DEFERRED_TOOLS_ABOVE", 15, int, 0)),
+        history_tokens=int(_number(env, "ONGRID_HISTORY_TOKENS", 16000, int, 0)),
         metrics_token=_optional(env, "ONGRID_METRICS_TOKEN"),
         model_prices=_model_prices(env),
         audit_retention_days=int(_number(env, "ONGRID_AUDIT_RETENTION_DAYS", 0, int, 0)),
@@ -490,4 +535,11 @@ def load(env: Mapping[str, str] | None = None) -> Config:
         toolsets=_toolsets(env),
         kubernetes_in_cluster=env.get("ONGRID_KUBERNETES_IN_CLUSTER", "").strip(),
         egress_allow=_egress_allow(env),
+        otel_traces_endpoint=_otel_traces_endpoint(env),
+        otel_headers=_key_values(env, "OTEL_EXPORTER_OTLP_TRACES_HEADERS")
+        or _key_values(env, "OTEL_EXPORTER_OTLP_HEADERS"),
+        otel_service_name=env.get("OTEL_SERVICE_NAME", "").strip() or "ongrid",
+        otel_resource_attributes=_key_values(env, "OTEL_RESOURCE_ATTRIBUTES"),
+        otel_capture_content=_flag(env, "ONGRID_OTEL_CAPTURE_CONTENT"),
+        trace_url_template=env.get("ONGRID_TRACE_URL_TEMPLATE", "").strip(),
     )

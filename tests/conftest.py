@@ -30,6 +30,7 @@ pytest_plugins = [
     "tests.support.alert_apis",
     "tests.support.writebacks",
     "tests.support.packs",
+    "tests.support.otlp",
 ]
 
 

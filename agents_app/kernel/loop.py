@@ -29,6 +29,7 @@ from agents_app.llm.base import LLMCompletion, LLMDelta, LLMError, LLMProvider, 
 from agents_app.llm.model_aliases import resolve_model
 from agents_app.personas.schema import Persona, Skill
 from agents_app.tools.cancel import CancelToken, Stopped
+from agents_app.tools.deferral import counts_against_budget, plan_tools
 from agents_app.tools.invoke import ToolOutcome, invoke_tool, record_not_run, record_unknown_tool
 from agents_app.toolsets.contract import Tool, ToolContext
 from agents_app.toolsets.control.manifest import AGENT_TOOL
@@ -120,8 +121,11 @@ class _AgentRun:
         # Resolved again here, where the request is sent: an alias never reaches the endpoint.
         self.model: str = resolve_model(model or persona.model, provider, None)
         self.system = compose_system_prompt(base_prompt, persona, list(skills), self.catalog, skill_catalog)
-        self.tools = {tool.name: tool for tool in tools}
-        self.schemas = [tool.schema() for tool in tools]
+        plan = plan_tools(persona, tools, sees_every_tool=getattr(provider, "sees_every_tool", False))
+        self.tools = plan.callable
+        self.shelf = plan.shelf
+        self.schemas = [tool.schema() for tool in plan.offered]
+        self.sent = {tool.name for tool in plan.offered}
         self.history: list[dict] = list(messages)
         self.new_messages: list[dict] = []
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0, "llm_calls": 0, "tool_calls": 0}
@@ -241,12 +245,18 @@ class _AgentRun:
         for call in calls:
             await self.sink.emit(ToolStart(call.id, call.name, redact_arguments(call.arguments_raw)))
         remaining = len(calls) if self.budget is None else max(0, self.budget - self.usage["tool_calls"])
+        counted = [counts_against_budget(call.name) for call in calls]
+        ranks = [sum(counted[:index]) for index in range(len(calls))]
         outcomes = await asyncio.gather(
-            *(self._one_call(call, within_budget=index < remaining) for index, call in enumerate(calls))
+            *(
+                self._one_call(call, within_budget=not counts or rank < remaining)
+                for call, counts, rank in zip(calls, counted, ranks, strict=True)
+            )
         )
-        self.usage["tool_calls"] += min(len(calls), remaining)
+        self.usage["tool_calls"] += min(sum(counted), remaining)
         for call, outcome in zip(calls, outcomes, strict=True):
             self._append({"role": "tool", "tool_call_id": call.id, "content": outcome.content})
+        self._offer_loaded()
         # Only this run's own stop ends it: a tool reporting `killed` (AgentTool after TaskStop of
         # its worker) is news for the model to read, not a reason to stop the coordinator.
         if self.cancel.cancelled:
@@ -256,7 +266,16 @@ class _AgentRun:
         ctx = replace(self.ctx, tool_call_id=call.id)
         tool = self.tools.get(call.name)
         if tool is None:
-            outcome = await record_unknown_tool(call.name, ctx, call.arguments_raw, list(self.tools))
+            outcome = await record_unknown_tool(call.name, ctx, call.arguments_raw, self._known_names())
+        elif self.shelf is not None and self.shelf.waiting(call.name):
+            self.shelf.load([tool])
+            message = (
+                f"Not run: {call.name} is a deferred tool and its schema was not loaded. It is loaded now: "
+                "read its parameters in your tools and call it again."
+            )
+            outcome = await record_not_run(
+                call.name, ctx, call.arguments_raw, "error", message, tool.tool_class
+            )
         elif not within_budget:
             message = f"Not run: the tool budget of {self.budget} calls is spent. Answer with what you have."
             outcome = await record_not_run(
@@ -268,6 +287,19 @@ class _AgentRun:
             ToolEnd(call.id, outcome.name, outcome.status, outcome.display_content, outcome.duration_ms)
         )
         return outcome
+
+    def _offer_loaded(self) -> None:
+        """Send, from the next step on, the schemas ToolSearch (or a premature call) loaded."""
+        if self.shelf is None:
+            return
+        for name, tool in self.shelf.loaded.items():
+            if name not in self.sent:
+                self.sent.add(name)
+                self.schemas.append(tool.schema())
+
+    def _known_names(self) -> list[str]:
+        """The names an unknown-tool error suggests: what the model can call, stubs aside."""
+        return [name for name, tool in self.tools.items() if not (self.shelf and tool.redirect)]
 
     def _budget_spent(self) -> bool:
         return self.budget is not None and self.usage["tool_calls"] >= self.budget

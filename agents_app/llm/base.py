@@ -73,6 +73,9 @@ LLMEvent = LLMDelta | LLMCompletion | LLMRetrying
 
 @runtime_checkable
 class LLMProvider(Protocol):
+    """A model endpoint. It may also set `sees_every_tool = True`: the kernel then sends it every
+    tool's schema instead of deferring some behind ToolSearch (the offline model does)."""
+
     name: str
 
     def default_model(self) -> str: ...

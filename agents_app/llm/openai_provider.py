@@ -16,6 +16,7 @@ setting to fix.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import math
 import random
@@ -174,22 +175,25 @@ class OpenAIProvider:
             # The body goes in `extra_body`, which the SDK merges over its typed fields as is: its
             # type-driven walk of `messages` and `tools` costs ~20 ms of CPU on a coordinator's
             # request and would change nothing here (plain JSON, no aliased keys). bench/README.md.
-            stream = await client.chat.completions.create(
+            # The raw response, not the SDK's stream: it builds a typed chunk model per event, ~45 % of
+            # a worker's CPU on a fast model; each event here is one json.loads (bench/README.md).
+            raw = client.chat.completions.with_streaming_response.create(
                 model=model, messages=[], stream=True, extra_body=_body_of(request)
             )
-            async with stream:  # closes the HTTP response even when the consumer stops early
-                async for chunk in stream:
-                    if chunk.usage:
-                        usage = _usage(chunk.usage)
-                    for choice in chunk.choices or []:
-                        delta = choice.delta
-                        if delta is not None and delta.content:
-                            text.append(delta.content)
-                            yield LLMDelta(delta.content)
-                        for piece in (delta.tool_calls if delta is not None else None) or []:
+            async with raw as response:  # closes the HTTP response even when the consumer stops early
+                async for chunk in _events(response):
+                    if chunk.get("usage"):
+                        usage = _usage(chunk["usage"])
+                    for choice in chunk.get("choices") or ():
+                        delta = choice.get("delta") or {}
+                        content = delta.get("content")
+                        if content:
+                            text.append(content)
+                            yield LLMDelta(content)
+                        for piece in delta.get("tool_calls") or ():
                             _accumulate(calls, piece)
-                        if choice.finish_reason:
-                            finish_reason = choice.finish_reason
+                        if choice.get("finish_reason"):
+                            finish_reason = choice["finish_reason"]
         except openai.APITimeoutError as error:  # silence, before or during the reply: not retried
             raise _with_partial(self._silence(bool(text)), text) from error
         except openai.APIError as error:
@@ -223,19 +227,51 @@ def _body_of(request: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in request.items() if key not in {"model", "stream"}}
 
 
-def _accumulate(calls: dict[int, dict[str, Any]], piece: Any) -> None:
+# A data field split over more lines than this is not JSON that will ever parse: dropped.
+MAX_DATA_LINES = 64
+
+
+async def _events(response: Any) -> AsyncIterator[dict]:
+    """The JSON objects of a chat-completions event stream (server-sent events), until `[DONE]`.
+    An event carrying `error` raises the SDK's APIError, as its own stream does."""
+    pending: list[str] = []
+    async for line in response.iter_lines():
+        if not line.startswith("data:"):
+            continue  # blank separators, comments, event names
+        data = line[5:].strip()
+        if data == "[DONE]":
+            return
+        pending.append(data)
+        try:
+            event = json.loads("\n".join(pending))
+        except ValueError:
+            if len(pending) >= MAX_DATA_LINES:
+                pending = []
+            continue
+        pending = []
+        if not isinstance(event, dict):
+            continue
+        if event.get("error"):
+            failure = event["error"]
+            message = failure.get("message") if isinstance(failure, dict) else None
+            raise openai.APIError(
+                message or "An error occurred during streaming", response.http_request, body=failure
+            )
+        yield event
+
+
+def _accumulate(calls: dict[int, dict[str, Any]], piece: dict) -> None:
     """Tool calls arrive in fragments keyed by index: the id and name once, arguments in pieces."""
-    slot = calls.setdefault(
-        piece.index if piece.index is not None else len(calls), {"id": "", "name": "", "args": []}
-    )
-    if piece.id:
-        slot["id"] = piece.id
-    function = piece.function
-    if function is not None:
-        if function.name:
-            slot["name"] = function.name if not slot["name"] else slot["name"] + function.name
-        if function.arguments:
-            slot["args"].append(function.arguments)
+    index = piece.get("index")
+    slot = calls.setdefault(index if index is not None else len(calls), {"id": "", "name": "", "args": []})
+    if piece.get("id"):
+        slot["id"] = piece["id"]
+    function = piece.get("function") or {}
+    name, arguments = function.get("name"), function.get("arguments")
+    if name:
+        slot["name"] = name if not slot["name"] else slot["name"] + name
+    if arguments:
+        slot["args"].append(arguments)
 
 
 def _finish_call(index: int, slot: dict[str, Any]) -> ToolCall:
@@ -342,14 +378,15 @@ def _detail(error: openai.APIError) -> str:
     return redact_text(getattr(error, "message", None) or str(error))
 
 
-def _usage(reported) -> dict:
+def _usage(reported: dict) -> dict:
     """Tokens of one call, with `cached_tokens` (the part of the prompt the provider's cache served)
     when the provider reports it."""
     usage = {
-        "prompt_tokens": reported.prompt_tokens or 0,
-        "completion_tokens": reported.completion_tokens or 0,
+        "prompt_tokens": reported.get("prompt_tokens") or 0,
+        "completion_tokens": reported.get("completion_tokens") or 0,
     }
-    cached = getattr(getattr(reported, "prompt_tokens_details", None), "cached_tokens", None)
+    details = reported.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
     if cached is not None:
         usage["cached_tokens"] = cached
     return usage

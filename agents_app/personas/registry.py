@@ -222,6 +222,7 @@ class AgentRegistry(_FileRegistry[Persona]):
             notes.append(f"{where}: unknown key(s) kept but unused: {', '.join(unknown_keys(persona))}")
         unknown = tool_names.unknown_tools(persona.tools or ())
         unknown += tool_names.unknown_tools(persona.disallowed_tools, allow_unmatched_patterns=True)
+        unknown += tool_names.unknown_tools(persona.core_tools or ())
         if unknown:
             notes.append(f"{where}: unknown tool(s): {', '.join(unknown)}")
         skills = self._skills()

@@ -58,6 +58,8 @@ class Persona:
     skills: tuple[str, ...] = ()
     # Which other skills it is offered (names or * patterns); None: all (the reviewer: none), (): none.
     skills_available: tuple[str, ...] | None = None
+    # Names or * patterns of the tools never deferred; None: the toolsets' own choice (ToolSpec.core).
+    core_tools: tuple[str, ...] | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # unknown front-matter keys, kept
     source: str = "builtin"  # builtin | mounted | user
     path: str | None = None
@@ -101,6 +103,10 @@ TOOL_ENTRY_RE = re.compile(r"^[A-Za-z0-9_*-]+$")
 # Read by the skills layer (agents_app/personas/skills.py); not a user-agent column: a user agent
 # keeps it among its extra keys, so the admin, the API and the .md export carry it unchanged.
 SKILLS_AVAILABLE = "skills_available"
+# Like it: the tools whose schemas the agent is always sent when its other tools are deferred
+# behind ToolSearch (docs/kernel.md "Deferred tools and ToolSearch"); kept among a user agent's extra keys.
+CORE_TOOLS = "core_tools"
+EXTRA_FIELDS = (SKILLS_AVAILABLE, CORE_TOOLS)
 REQUIRED_KEYS = KNOWN_KEYS[:3]
 OPTIONAL_KEYS = KNOWN_KEYS[3:]
 # What a stored persona (a user agent) holds: every key, the body, and the unknown keys it kept.
@@ -330,7 +336,8 @@ def persona_from_mapping(
         critical_reminder=_text(meta, "critical_reminder", path),
         skills=_names(meta, "skills", path, NAME_RE) or (),
         skills_available=_names(meta, "skills_available", path, SKILL_PATTERN_RE),
-        extra={k: v for k, v in meta.items() if k not in KNOWN_KEYS and k != SKILLS_AVAILABLE},
+        core_tools=_names(meta, CORE_TOOLS, path, TOOL_ENTRY_RE),
+        extra={k: v for k, v in meta.items() if k not in KNOWN_KEYS and k not in EXTRA_FIELDS},
         source=source,
         path=path,
         import_notes=tuple(notes),
@@ -457,8 +464,9 @@ def persona_fields(persona: Persona) -> dict[str, Any]:
         value = getattr(persona, key)
         values[key] = list(value) if isinstance(value, tuple) else dict(value) if key == "extra" else value
     values["model"] = persona.model or ""
-    if persona.skills_available is not None:
-        values["extra"][SKILLS_AVAILABLE] = list(persona.skills_available)
+    for key in EXTRA_FIELDS:
+        if getattr(persona, key) is not None:
+            values["extra"][key] = list(getattr(persona, key))
     return values
 
 
@@ -472,8 +480,9 @@ def persona_to_mapping(persona: Persona) -> dict[str, Any]:
             continue
         meta[key] = value
     meta.update(persona.extra)
-    if persona.skills_available is not None:
-        meta[SKILLS_AVAILABLE] = list(persona.skills_available)
+    for key in EXTRA_FIELDS:
+        if getattr(persona, key) is not None:
+            meta[key] = list(getattr(persona, key))
     return meta
 
 

@@ -120,6 +120,7 @@ def stub_tool(stub: Redirect) -> Tool:
         schema,
         handler,
         "read",
+        redirect=True,
     )
 
 

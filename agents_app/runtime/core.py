@@ -28,6 +28,7 @@ from agents_app.personas.registry import aget_registry
 from agents_app.personas.schema import COORDINATOR, REPORTER, REVIEWER, Persona, matches_any
 from agents_app.personas.skills import SkillOffer, aoffer_for
 from agents_app.runtime import control_tools, events
+from agents_app.runtime.compaction import history_for_turn
 from agents_app.runtime.publishing import KernelSink, Listener, Publisher, send_to_group
 from agents_app.runtime.reply_language import areply_language, brief_line, reminder_line
 from agents_app.tools.binding import organization_tools
@@ -38,13 +39,13 @@ from agents_app.toolsets.contract import Tool, ToolContext, ToolError
 from agents_app.toolsets.registry import redirects
 from agents_app.toolsets.skills.handlers import skill_tool
 from agents_app.toolsets.skills.manifest import SKILL_TOOL
+from agents_app.toolsets.tracing import traced_detached, traced_turn, traced_worker
 from audit_app.recorder import record_llm_call
 from chat_app import services
 from chat_app.models import ChatMessage, ChatSession, MessageKind, MessageRole, SessionKind, SessionStatus
 
 log = logging.getLogger(__name__)
 
-HISTORY_LIMIT = 50
 # Stops are pushed (a channel-layer message to the group of the turn's root session, which the
 # process running the turn listens to); the row flag is also polled, as a fallback, this often.
 STOP_POLL_SECONDS = 1.0
@@ -77,6 +78,7 @@ class Runtime:
 
     # ---- turns -------------------------------------------------------------------------------
 
+    @traced_turn
     async def run_turn(
         self, session_id: int, listeners: list[Listener] | None = None, extra_tools: list[Tool] | None = None
     ) -> AgentResult | None:
@@ -145,8 +147,14 @@ class Runtime:
             user_id=session.user_id,
             persona_name=persona.name,
         )
-        messages = await services.ahistory(session.pk, HISTORY_LIMIT)
         provider = await aget_provider(persona.model, session.organization_id)
+        messages = await history_for_turn(
+            session.pk,
+            provider,
+            resolve_model(persona.model, provider, None),
+            _recorder_for(provider),
+            session.organization_id,
+        )
         language = await areply_language(session)
         tools, offer = await _with_skills(persona, session.organization_id, tools)
         result = await run_agent(
@@ -298,6 +306,7 @@ class Runtime:
         tools = [t for t in bag if t.tool_class == "read"]
         return await self._run_worker(parent, persona, description, prompt, publisher, tool_call_id, tools)
 
+    @traced_worker
     async def _run_worker(
         self,
         parent,
@@ -383,6 +392,7 @@ class Runtime:
             text = f"[partial: the worker's budget ran out]\n{text}"
         return WorkerOutcome(worker.pk, status, text, result.error or "")
 
+    @traced_detached
     async def run_detached(
         self, session: ChatSession, persona: Persona, prompt: str, tools: list[Tool]
     ) -> WorkerOutcome:

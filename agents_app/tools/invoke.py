@@ -20,14 +20,17 @@ import traceback
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import jsonschema
+from django.conf import settings
 
 from agents_app import metrics
 from agents_app.tools import replay
 from agents_app.tools.cancel import Stopped
+from agents_app.tools.results import render
 from agents_app.toolsets.contract import Tool, ToolContext, ToolError, ToolResult
+from agents_app.toolsets.tracing import traced_tool_call
 from audit_app import recorder
 from audit_app.recorder import truncate
 from audit_app.redaction import redact_text
@@ -89,16 +92,6 @@ def set_review_gate(gate: ReviewGate | None) -> ReviewGate:
     return previous
 
 
-def render(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, dict | list | tuple | int | float | bool):
-        return json.dumps(value, ensure_ascii=False, default=str)
-    return str(value)
-
-
 class _Refusal(Exception):
     def __init__(self, status: str, message: str):
         self.status = status
@@ -118,6 +111,7 @@ class _Call:
     metric_name: str | None = None  # replaces `name` in metrics (hallucinated names)
 
 
+@traced_tool_call
 async def invoke_tool(
     tool: Tool, ctx: ToolContext, arguments_raw: str, *, cancel: CancelToken | None = None
 ) -> ToolOutcome:
@@ -265,9 +259,10 @@ async def _execute(tool: Tool, ctx: ToolContext, arguments: dict) -> tuple[str, 
         _log_crash(tool.name, error)
         message = f"Error: {tool.name} failed with an internal error ({type(error).__name__}: {error})."
         return "error", message, message
+    limit = settings.CONFIG.tool_result_limit
     if isinstance(value, ToolResult):
-        return value.status, render(value.content), ""
-    return "ok", render(value), ""
+        return value.status, render(value.content, limit), ""
+    return "ok", render(value, limit), ""
 
 
 def _log_crash(name: str, error: Exception) -> None:

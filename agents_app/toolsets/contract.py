@@ -77,6 +77,10 @@ class Tool:
     preview: Previewer | None = field(default=None, compare=False)
     # Runs on a device: kept off the coordinator's default toolbag (docs/runtime.md).
     on_host: bool = False
+    # Never deferred behind ToolSearch (ToolSpec.core, or a tool bound per run / for the coordinator).
+    core: bool = False
+    # A redirect stub: callable by name but never offered once tools are deferred (docs/kernel.md).
+    redirect: bool = False
 
     @classmethod
     def from_spec(cls, spec: ToolSpec, handler: Handler, **overrides: Any) -> Tool:
@@ -88,6 +92,7 @@ class Tool:
             "tool_class": spec.tool_class,
             "timeout": spec.timeout,
             "on_host": spec.on_host,
+            "core": spec.core or spec.scope != "agents",
         }
         return cls(handler=handler, **{**fields, **overrides})
 

@@ -79,6 +79,10 @@ class ToolSpec:
     # What this tool reaches when it differs from its toolset's backend (a write of an "ongrid"
     # toolset that also calls a system outside Ongrid); None: the toolset's.
     backend: Backend | None = None
+    # Always sent to the model, even when the agent's other tools wait behind ToolSearch: the few
+    # reads most turns start with (docs/kernel.md "Deferred tools and ToolSearch"). Tools bound
+    # per run or for the coordinator (scope other than "agents") are core whatever this says.
+    core: bool = False
 
     @property
     def mutates(self) -> bool:

@@ -107,7 +107,7 @@ async def test_the_coordinator_dispatches_the_k8s_specialist_who_finds_the_confi
         ("k8s_logs", "ok"),
         ("k8s_rollout_history", "ok"),
     ]
-    assert '"status": "CrashLoopBackOff"' in rows[0].result and f"ReplicaSet/{NEW_RS}" in rows[1].result
+    assert '"status":"CrashLoopBackOff"' in rows[0].result and f"ReplicaSet/{NEW_RS}" in rows[1].result
     assert CRASH_LINE.replace('"', '\\"') in rows[2].result and "payments-config" in rows[3].result
     seen = [(r.path, r.query.get("previous")) for r in cluster.requests]
     assert ("/api/v1/namespaces/payments/pods", None) in seen

@@ -220,3 +220,41 @@ async def test_the_fake_serves_other_processes(fake_llm):
     assert child.returncode == 0
     assert out.decode().strip() == "hello from another process"
     assert fake_llm.chat_requests[0].messages == [{"role": "user", "content": "hi"}]
+
+
+class _RawStream:
+    """The lines of a server-sent event stream, as the SDK's raw response hands them over."""
+
+    http_request = None
+
+    def __init__(self, *lines: str):
+        self.lines = lines
+
+    async def iter_lines(self):
+        for line in self.lines:
+            yield line
+
+
+async def _read(*lines: str) -> list[dict]:
+    from agents_app.llm.openai_provider import _events
+
+    return [event async for event in _events(_RawStream(*lines))]
+
+
+async def test_the_event_stream_is_read_line_by_line_without_the_sdks_chunk_models():
+    events = await _read(
+        ": keep-alive comment",
+        'data: {"choices": [{"delta": {"content": "Hel"}}]}',
+        "",
+        'data: {"choices": [{"delta":',
+        'data: {"content": "lo"}}]}',
+        "",
+        "data: [DONE]",
+        'data: {"choices": [{"delta": {"content": "after the end"}}]}',
+    )
+    assert [e["choices"][0]["delta"]["content"] for e in events] == ["Hel", "lo"]
+
+
+async def test_an_error_event_mid_stream_is_the_sdks_api_error():
+    with pytest.raises(openai.APIError, match="model overloaded"):
+        await _read('data: {"choices": []}', 'data: {"error": {"message": "model overloaded"}}')

@@ -32,6 +32,7 @@ from tests.support.mcp_server import running_mcp_server
 
 pytestmark = pytest.mark.django_db(transaction=True)
 STATUS, RESTART = "mcp__widgets__widget_status", "mcp__widgets__restart_widget"
+SEARCH = "ToolSearch"
 
 
 @pytest.fixture(scope="module")
@@ -204,8 +205,9 @@ async def test_a_read_call_in_a_turn_is_answered_and_audited(
     answers = []
     agents_llm.add(
         "default",
+        tool_calls(call(SEARCH, {"query": "widget status"}, id="s1")),
         tool_calls(call(STATUS, {"widget": "w-7"}, id="m1")),
-        lambda request: answers.append(tool_messages(request)[0]["content"]) or text("w-7 is fine"),
+        lambda request: answers.append(tool_messages(request)[-1]["content"]) or text("w-7 is fine"),
     )
     chat = await sync_to_async(services.start_chat)(member)
     await services.abegin_turn(chat.pk, "Is widget w-7 healthy?")
@@ -213,6 +215,9 @@ async def test_a_read_call_in_a_turn_is_answered_and_audited(
     result = await Runtime().run_turn(chat.pk)
 
     assert result.status == "completed" and answers == ["widget w-7 is green (3 replicas ready)"]
+    # The coordinator's many tools: the MCP tool is deferred until ToolSearch finds it by its words.
+    first, second = agents_llm.seen["default"][:2]
+    assert STATUS not in first.tool_names and SEARCH in first.tool_names and STATUS in second.tool_names
     row = await AuditLog.objects.aget(tool_call_id="m1")
     assert (row.organization_id, row.tool, row.tool_class, row.status) == (org.pk, STATUS, "read", "ok")
     assert json.loads(row.arguments) == {"widget": "w-7"}
@@ -280,6 +285,7 @@ async def test_a_server_that_disappears_mid_turn_is_a_tool_error_and_the_turn_co
 
         agents_llm.add(
             "default",
+            tool_calls(call(SEARCH, {"query": f"select:{STATUS}"}, id="s1")),
             tool_calls(call(STATUS, {"widget": "w-1"}, id="m1")),
             first_answer_then_vanish,
             lambda request: (

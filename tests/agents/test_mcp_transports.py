@@ -77,8 +77,9 @@ async def test_an_sse_server_is_discovered_and_a_read_call_in_a_turn_is_audited(
         answers = []
         agents_llm.add(
             "default",
+            tool_calls(call("ToolSearch", {"query": f"select:{STATUS}"}, id="find")),
             tool_calls(call(STATUS, {"widget": "w-3"}, id="s1")),
-            lambda request: answers.append(tool_messages(request)[0]["content"]) or text("w-3 is fine"),
+            lambda request: answers.append(tool_messages(request)[-1]["content"]) or text("w-3 is fine"),
         )
         chat = await sync_to_async(services.start_chat)(member)
         await services.abegin_turn(chat.pk, "Is widget w-3 healthy?")
@@ -109,6 +110,7 @@ async def test_an_sse_server_that_disappears_gives_a_tool_error_and_the_turn_com
 
         agents_llm.add(
             "default",
+            tool_calls(call("ToolSearch", {"query": f"select:{STATUS}"}, id="find")),
             tool_calls(call(STATUS, {"widget": "w-4"}, id="s2")),
             answer_then_vanish,
             lambda request: seen.append(tool_messages(request)[-1]["content"]) or text("the server is gone"),

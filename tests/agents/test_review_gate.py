@@ -88,7 +88,7 @@ async def test_approval_executes_exactly_once_and_stamps_executed_at(scene, agen
         worker, "specialist-ops", "acknowledge_incident", ack_arguments(incident), "ack-1"
     )
 
-    assert outcome.status == "ok" and '"status": "acknowledged"' in outcome.content
+    assert outcome.status == "ok" and '"status":"acknowledged"' in outcome.content
     assert await status_of(incident) == "acknowledged"
     assert (
         await ChangeEvent.objects.filter(resource_type="incident", resource_id=str(incident.pk)).acount() == 1

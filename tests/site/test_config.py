@@ -119,3 +119,10 @@ def test_the_egress_allow_list_comes_from_the_setting_and_the_deployments_own_ur
 def test_a_malformed_egress_allow_entry_stops_startup_naming_it():
     with pytest.raises(config.ConfigError, match="ONGRID_EGRESS_ALLOW: 'http://x' is not a host"):
         config.load({"SECRET_KEY": "k", "ONGRID_EGRESS_ALLOW": "10.0.0.0/8,http://x"})
+
+
+def test_tool_search_is_on_past_fifteen_tools_unless_switched_off():
+    default = config.load({"SECRET_KEY": "k"})
+    assert (default.tool_search, default.deferred_tools_above) == (True, 15)
+    tuned = config.load({"SECRET_KEY": "k", "ONGRID_TOOL_SEARCH": "off", "ONGRID_DEFERRED_TOOLS_ABOVE": "40"})
+    assert (tuned.tool_search, tuned.deferred_tools_above) == (False, 40)

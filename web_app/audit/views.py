@@ -17,7 +17,7 @@ from django.utils.translation import gettext as _
 
 from audit_app import queries
 from chat_app.channels import channel_choices
-from chat_app.models import SessionKind, SessionStatus
+from chat_app.models import HistorySummary, SessionKind, SessionStatus
 from web_app.tree import build_tree, call_detail, tree_totals
 
 
@@ -92,6 +92,8 @@ def _tree_context(request: HttpRequest, session_id: int) -> dict:
         "totals": tree_totals(tree),
         "focus": session.pk,
         "chat_url": chat_url,
+        # What the model was told instead of the chat's earlier turns (docs/chat.md "Long chats").
+        "summaries": HistorySummary.objects.filter(session_id=tree["id"]).order_by("through_seq"),
     }
 
 

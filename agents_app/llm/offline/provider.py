@@ -120,6 +120,9 @@ def _first_step(request: _Request, first_id: int) -> LLMCompletion | None:
 
 class OfflineProvider:
     name = "offline"
+    # It picks tools by their manifests' hints, not by reading schemas: it is sent every tool at
+    # once rather than searching for deferred ones (docs/kernel.md "Deferred tools and ToolSearch").
+    sees_every_tool = True
 
     def default_model(self) -> str:
         return "offline"

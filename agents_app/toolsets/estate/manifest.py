@@ -25,6 +25,7 @@ QUERY_DEVICES = ToolSpec(
     offline=OfflineHints(
         lookup_words=DEVICE_WORDS, lookup_rank=2, device_argument="name", role=ROLE_DEVICE_LIST
     ),
+    core=True,
 )
 
 QUERY_CHANGE_EVENTS = ToolSpec(

@@ -33,6 +33,7 @@ QUERY_INCIDENTS = ToolSpec(
         "additionalProperties": False,
     },
     offline=OfflineHints(lookup_words=frozenset({"incident", "incidente", "incidencia"})),
+    core=True,
 )
 
 GET_ACTIVE_INCIDENTS = ToolSpec(
@@ -40,6 +41,7 @@ GET_ACTIVE_INCIDENTS = ToolSpec(
     "The incidents that are not resolved yet (firing or acknowledged), worst severity first.",
     {"type": "object", "properties": {"limit": LIMIT_PARAM}, "additionalProperties": False},
     offline=OfflineHints(open_variant_of="query_incidents"),
+    core=True,
 )
 
 GET_INCIDENT_DETAIL = ToolSpec(
@@ -53,6 +55,7 @@ GET_INCIDENT_DETAIL = ToolSpec(
         "additionalProperties": False,
     },
     offline=OfflineHints(role=ROLE_INCIDENT_DETAIL),
+    core=True,
 )
 
 CORRELATE_INCIDENT = ToolSpec(

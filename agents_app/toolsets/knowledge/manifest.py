@@ -22,6 +22,7 @@ QUERY_KNOWLEDGE = ToolSpec(
         "required": ["query"],
         "additionalProperties": False,
     },
+    core=True,
 )
 
 TOOLSET = Toolset(

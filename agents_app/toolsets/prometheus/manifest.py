@@ -34,6 +34,7 @@ QUERY_PROMQL = ToolSpec(
     },
     timeout=20,
     datasource="prometheus",
+    core=True,
 )
 
 TOOLSET = Toolset("prometheus", "PromQL instant and range queries", (QUERY_PROMQL,))
