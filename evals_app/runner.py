@@ -63,6 +63,8 @@ class RunResult:
     checks: list[Check]
     tool_calls: int = 0
     tokens: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
     latency_s: float = 0.0
     cost_usd: float | None = None
     answer: str = ""
@@ -92,6 +94,8 @@ class RunResult:
             "failed_checks": self.failed_checks,
             "tool_calls": self.tool_calls,
             "tokens": self.tokens,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
             "latency_s": self.latency_s,
             "cost_usd": self.cost_usd,
             "answer": self.answer,
@@ -124,6 +128,13 @@ def question_of(scenario: Scenario, sandbox: Sandbox) -> str:
 async def _ask(sandbox: Sandbox, scenario: Scenario) -> int:
     user = await get_user_model().objects.aget(pk=sandbox.user_id)
     chat = await sync_to_async(services.start_chat)(user, channel=Channel.CLI, title=f"eval: {scenario.name}")
+    if scenario.conversation:  # the earlier turns, as the chat's transcript holds them
+        earlier = [
+            {"role": role, "content": content}
+            for question, answer in scenario.conversation
+            for role, content in (("user", question), ("assistant", answer))
+        ]
+        await services.aappend_messages(chat.pk, earlier)
     await services.abegin_turn(chat.pk, question_of(scenario, sandbox))
     await get_runtime().run_turn(chat.pk)
     return chat.pk
@@ -170,6 +181,8 @@ async def run_scenario(scenario: Scenario, attempt: int, options: RunOptions) ->
             )
         result.tool_calls = len(evidence.investigation)
         result.tokens = evidence.tokens
+        result.prompt_tokens = evidence.prompt_tokens
+        result.completion_tokens = evidence.completion_tokens
         result.cost_usd = evidence.cost_usd
         result.answer = evidence.answer
         result.dispatched = list(evidence.dispatched)

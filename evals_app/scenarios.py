@@ -23,8 +23,10 @@ SUITE_DIR = Path(__file__).resolve().parent.parent / "evals"
 SCENARIOS_DIR = SUITE_DIR / "scenarios"
 NO_SPECIALIST = "none"
 
-_TOP_KEYS = {"name", "category", "tags", "difficulty", "description", "question", "estate", "expected",
-             "recordings"}  # fmt: skip
+_TOP_KEYS = {"name", "category", "tags", "difficulty", "description", "conversation", "question", "estate",
+             "expected", "recordings"}  # fmt: skip
+_EXCHANGE_KEYS = {"user", "assistant"}
+MAX_EXCHANGES = 50
 _ESTATE_KEYS = {"devices", "topology", "changes", "incidents", "knowledge"}
 _EXPECTED_KEYS = {"patient_zero", "decoys", "root_cause", "keywords", "specialist", "forbidden_tools",
                   "tool_budget", "gate", "proposes", "entities"}  # fmt: skip
@@ -80,6 +82,7 @@ class Scenario:
     tags: tuple[str, ...] = ()
     difficulty: str = "medium"
     description: str = ""
+    conversation: tuple[tuple[str, str], ...] = ()  # earlier (question, answer) turns of the same chat
     estate: dict = field(default_factory=dict)
     expected: Expected = field(default_factory=Expected)
     recordings: tuple[Recording, ...] = ()
@@ -124,6 +127,26 @@ def _recording(raw: Any, directory: Path, index: int) -> Recording:
     if not isinstance(arguments, dict):
         raise ScenarioError(f"{where}: arguments must be a mapping")
     return Recording(raw["tool"], arguments, match, output, str(raw.get("error") or ""))
+
+
+def _conversation(raw: Any) -> tuple[tuple[str, str], ...]:
+    """The chat's earlier turns, each a `user` question and the `assistant`'s answer: the question
+    of the scenario is asked as the next turn of that chat (long-context scenarios)."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or len(raw) > MAX_EXCHANGES:
+        raise ScenarioError(f"`conversation` must be a list of at most {MAX_EXCHANGES} exchanges")
+    exchanges = []
+    for index, exchange in enumerate(raw):
+        where = f"conversation[{index}]"
+        if not isinstance(exchange, dict):
+            raise ScenarioError(f"{where} must be a mapping with `user` and `assistant`")
+        _unknown(exchange, _EXCHANGE_KEYS, where)
+        texts = [exchange.get(key) for key in ("user", "assistant")]
+        if not all(isinstance(text, str) and text.strip() for text in texts):
+            raise ScenarioError(f"{where} needs `user` and `assistant` text")
+        exchanges.append((texts[0].strip(), texts[1].strip()))
+    return tuple(exchanges)
 
 
 def _proposes(raw: Any) -> Proposal | None:
@@ -212,6 +235,7 @@ def load_scenario(path: Path) -> Scenario:
             tags=_strings(data.get("tags"), "tags"),
             difficulty=str(data.get("difficulty") or "medium"),
             description=str(data.get("description") or "").strip(),
+            conversation=_conversation(data.get("conversation")),
             estate=estate,
             expected=_expected(data.get("expected") or {}, estate),
             recordings=tuple(_recording(r, path.parent, i) for i, r in enumerate(recordings)),

@@ -20,6 +20,7 @@ TELEMETRY = ("query_logql", "query_promql")
 NEW = (
     "paged-pagerduty-checkout-db", "paged-opsgenie-consumer-lag", "paged-grafana-api-latency",
     "noise-two-incidents", "red-herring-deploy", "zh-payments-deploy", "database-replica-lag",
+    "long-context-first-turn",
 )  # fmt: skip
 
 
@@ -74,3 +75,19 @@ def test_a_right_investigation_reads_the_recording_and_scores_one(agents_llm, na
     assert recorded in seen[0], (recorded, seen[0])
     assert result.passed, result.as_dict()
     assert result.entities["f1"] == 1.0, result.entities
+
+
+def test_the_long_context_question_is_the_tenth_turn_of_a_chat_whose_first_turn_names_the_service(agents_llm):
+    """The coordinator is sent the nine earlier exchanges, the first one (the only place that says
+    which service is "mine") included, ahead of the question; a model that ignores them and picks
+    the other open incident fails."""
+    scenario = load_scenario(SCENARIOS_DIR / "long-context-first-turn" / "scenario.yaml")
+    assert len(scenario.conversation) == 9
+    agents_llm.add("default", text("Root cause: search-es-01 garbage-collection pauses slow search-api."))
+    result = asyncio.run(run_scenario(scenario, 1, RunOptions()))
+
+    sent = [m for m in agents_llm.seen["default"][0].messages if m["role"] in ("user", "assistant")]
+    assert [m["role"] for m in sent] == ["user", "assistant"] * 9 + ["user"]
+    assert "on call for the ledger service" in sent[0]["content"]
+    assert sent[-1]["content"] == scenario.question
+    assert not result.passed and set(result.failed_checks) >= {"patient_zero", "specialist"}

@@ -39,6 +39,17 @@ def _write(directory: Path, name: str, body: str) -> Path:
         ("question: The disk on web-01", "question: ''\n    x: The disk on web-01", "unknown key(s) x"),
         ("question: The disk on web-01 is full. What is filling it?", "question: ''", "`question` is"),
         ("patient_zero: [web-01]", "patient_zero: {host: web-01}", "expected.patient_zero must be text"),
+        ("tool_budget: 5", "tool_budget: 5\n    conversation: hello", "`conversation` must be a list"),
+        (
+            "tool_budget: 5",
+            "tool_budget: 5\n    conversation:\n    - {user: hi}",
+            "conversation[0] needs `user` and `assistant` text",
+        ),
+        (
+            "tool_budget: 5",
+            "tool_budget: 5\n    conversation:\n    - {user: hi, assistant: hello, system: x}",
+            "conversation[0]: unknown key(s) system",
+        ),
         (
             "tool_budget: 5",
             "tool_budget: 5\n      proposes: k8s_rollout_undo",

@@ -20,6 +20,7 @@ from django.core.management.base import CommandError
 from django.utils.translation import gettext_lazy as _
 
 from evals_app import leaderboard, reports
+from evals_app.estimate import OFFLINE_BASELINE, estimate
 from evals_app.judge import judge_provider
 from evals_app.models import EvalRun
 from evals_app.runner import RunOptions, RunResult, run_suite
@@ -115,6 +116,7 @@ class Command(LocalizedCommand):
         started = datetime.now(UTC)
         mode = "live back ends" if options["live"] else "recordings"
         self.stderr.write(f"{len(scenarios)} scenario(s) × {options['repeat']} with model {model} ({mode})")
+        self.stderr.write(self._estimate(scenarios, options["repeat"], model, baseline, options["baseline"]))
         results = asyncio.run(run_suite(scenarios, run_options, self._progress))
         self.stderr.write("")
         meta = {
@@ -180,6 +182,16 @@ class Command(LocalizedCommand):
             return json.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, ValueError) as error:
             raise CommandError(f"Cannot read the baseline {path}: {error}") from None
+
+    @staticmethod
+    def _estimate(scenarios, repeat: int, model: str, baseline: dict | None, path: str | None) -> str:
+        if baseline is not None:
+            return estimate(scenarios, repeat, model, baseline, Path(path)).text()
+        try:
+            reference = json.loads(OFFLINE_BASELINE.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return "Estimate: no reference run to estimate tokens from"
+        return estimate(scenarios, repeat, model, reference, OFFLINE_BASELINE).text()
 
     def _progress(self, result: RunResult, done: int, total: int) -> None:
         filled = BAR_WIDTH * done // total
