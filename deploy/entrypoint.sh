@@ -4,7 +4,7 @@
 set -eu
 
 usage() {
-  echo "usage: entrypoint.sh web|worker|beat|im|migrate|manage ARGS...|healthcheck" >&2
+  echo "usage: entrypoint.sh web|worker|beat|im|migrate|wait-for-migrations|manage ARGS...|healthcheck" >&2
   exit 64
 }
 
@@ -33,6 +33,13 @@ case "$command" in
     exec python manage.py ongrid_im "$@" ;;
   migrate)
     exec python manage.py migrate --noinput "$@" ;;
+  wait-for-migrations)
+    # For schedulers without start-order conditions (Kubernetes init containers): returns once
+    # the database answers and has every migration this image ships.
+    until python manage.py migrate --check >/dev/null 2>&1; do
+      echo "waiting for the database to be migrated (manage.py migrate --check)"
+      sleep "${ONGRID_MIGRATION_POLL_SECONDS:-5}"
+    done ;;
   manage)
     [ "$#" -gt 0 ] || usage
     exec python manage.py "$@" ;;

@@ -134,6 +134,17 @@ def test_proxy_headers_are_trusted_only_behind_a_tls_proxy(fake_bin):
     assert "-p 9000" in entrypoint(fake_bin, "web", ONGRID_PORT="9000").stdout
 
 
+def test_waiting_for_migrations_returns_once_migrate_check_passes(fake_bin, tmp_path):
+    """The Helm chart's init containers hold a pod until the migration Job has run."""
+    state = tmp_path / "checks"
+    (fake_bin / "python").write_text(
+        f'#!/bin/sh\necho x >> {state}\n[ "$(wc -l < {state})" -ge 3 ]\n'
+    )
+    result = entrypoint(fake_bin, "wait-for-migrations", ONGRID_MIGRATION_POLL_SECONDS="0")
+    assert result.returncode == 0
+    assert result.stdout.count("waiting for the database to be migrated") == 2
+
+
 def test_an_unknown_command_is_refused_with_the_usage(fake_bin):
     result = entrypoint(fake_bin, "serve")
     assert result.returncode == 64
