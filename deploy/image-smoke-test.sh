@@ -18,12 +18,18 @@ MAX_ADDED_MB="${ONGRID_IMAGE_MAX_ADDED_MB:-170}"
 
 log() { printf '\n== image: %s\n' "$*"; }
 
+apt_mirror() {  # the Debian mirror this machine's apt already uses
+  { sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null
+    sed -n 's/^deb  *\(http[^ ]*\) .*main.*/\1/p' /etc/apt/sources.list 2>/dev/null
+  } | grep -v -- '-security' | head -n 1
+}
+
 make_base() {
   buildah "${S[@]}" inspect --type image "$BASE" >/dev/null 2>&1 && return
   log "making the base image with debootstrap (Debian bookworm, its python3 is 3.11)"
   rm -rf "$CACHE/rootfs"; mkdir -p "$CACHE"
   debootstrap --variant=minbase --include=python3,python3-venv,ca-certificates \
-    bookworm "$CACHE/rootfs" "${ONGRID_DEBIAN_MIRROR:-http://deb.debian.org/debian}" >"$CACHE/debootstrap.log"
+    bookworm "$CACHE/rootfs" "${ONGRID_DEBIAN_MIRROR:-$(apt_mirror)}" >"$CACHE/debootstrap.log"
   # The base trusts what this machine trusts, so pip inside the build reaches the same index.
   cp /etc/ssl/certs/ca-certificates.crt "$CACHE/rootfs/etc/ssl/certs/ca-certificates.crt"
   printf '[global]\ncert = /etc/ssl/certs/ca-certificates.crt\n' >"$CACHE/rootfs/etc/pip.conf"
@@ -36,19 +42,28 @@ make_base() {
   rm -rf "$CACHE/rootfs" "$CACHE/base.tar"
 }
 
-size_bytes() { buildah "${S[@]}" images --json "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["size"])'; }
+size_mb() {  # buildah reports sizes as text in SI units ("344 MB")
+  buildah "${S[@]}" images --json "$1" | python3 -c '
+import json, sys
+number, unit = json.load(sys.stdin)[0]["size"].split()
+print(round(float(number) * {"kB": 1e-3, "MB": 1, "GB": 1e3}[unit]))'
+}
 
 make_base
 log "building the Dockerfile"
-buildah "${S[@]}" bud --quiet --isolation chroot --layers=false \
+# Docker's format, not OCI's: only it keeps HEALTHCHECK and SHELL.
+buildah "${S[@]}" bud --quiet --format docker --isolation chroot --layers=false \
   --build-arg PYTHON_IMAGE="$BASE" --build-arg REVISION="$(git rev-parse HEAD 2>/dev/null || echo unknown)" \
   -t "$IMAGE" . >/dev/null
-added=$(( ($(size_bytes "$IMAGE") - $(size_bytes "$BASE")) / 1000000 ))
+added=$(( $(size_mb "$IMAGE") - $(size_mb "$BASE") ))
 echo "Ongrid's layers: ${added} MB over the base (limit ${MAX_ADDED_MB} MB)"
 [ "$added" -le "$MAX_ADDED_MB" ] || { echo "the image grew past its size target"; exit 1; }
 
-user=$(buildah "${S[@]}" inspect --type image --format '{{.OCIv1.Config.User}}' "$IMAGE")
+user=$(buildah "${S[@]}" inspect --type image --format '{{.Docker.Config.User}}' "$IMAGE")
 [ "${user%%:*}" != 0 ] && [ -n "$user" ] || { echo "the image runs as root ($user)"; exit 1; }
+health=$(buildah "${S[@]}" inspect --type image --format '{{.Docker.Config.Healthcheck.Test}}' "$IMAGE")
+[[ "$health" == *"entrypoint.sh healthcheck"* ]] || { echo "the image has no HEALTHCHECK ($health)"; exit 1; }
+echo "runs as $user; health check: $health"
 
 db=ongrid_image_smoke
 psql -h 127.0.0.1 -U postgres -qc "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" >/dev/null
