@@ -151,6 +151,9 @@ class Config:
     otel_capture_content: bool = False  # message bodies, tool arguments and results on spans
     # A link from the audit pages to a trace UI: `{trace_id}` is replaced by the trace id.
     trace_url_template: str = ""
+    # Where collectstatic writes and whitenoise serves from (default ONGRID_DATA_DIR/staticfiles):
+    # the container image bakes them outside the data volume, which would otherwise hide them.
+    static_root: Path | None = None
 
     @property
     def uses_redis(self) -> bool:
@@ -542,4 +545,5 @@ def load(env: Mapping[str, str] | None = None) -> Config:
         otel_resource_attributes=_key_values(env, "OTEL_RESOURCE_ATTRIBUTES"),
         otel_capture_content=_flag(env, "ONGRID_OTEL_CAPTURE_CONTENT"),
         trace_url_template=env.get("ONGRID_TRACE_URL_TEMPLATE", "").strip(),
+        static_root=Path(env.get("ONGRID_STATIC_ROOT") or data_dir / "staticfiles").resolve(),
     )

@@ -25,6 +25,15 @@ def test_embedded_default_is_sqlite_in_data_dir_with_in_memory_layer(tmp_path):
     assert cfg.llm == "offline"
 
 
+def test_static_files_live_in_the_data_dir_unless_a_static_root_is_named(tmp_path):
+    """The image bakes collected static files outside its data volume, which would hide them."""
+    default = config.load({"SECRET_KEY": "k", "ONGRID_DATA_DIR": str(tmp_path)})
+    assert default.static_root == tmp_path / "staticfiles"
+    baked = tmp_path / "baked"
+    cfg = config.load({"SECRET_KEY": "k", "ONGRID_DATA_DIR": str(tmp_path), "ONGRID_STATIC_ROOT": str(baked)})
+    assert cfg.static_root == baked
+
+
 def test_scale_out_shape_uses_postgres_and_redis():
     cfg = config.load(
         {
