@@ -179,8 +179,9 @@ def test_a_tree_costs_a_fixed_number_of_queries(
     # session, user, role, membership, organization, the root; sessions, calls, messages, LLM usage
     # (per session, endpoint and model: the totals per endpoint come from it); and the gate's
     # proposals once its model is installed; the offline banner's look for an organization endpoint;
-    # the organization's device names (linked to their pages in the rendered text)
-    with django_assert_max_num_queries(13):
+    # the organization's device names (linked to their pages in the rendered text); the chat's
+    # history summaries (docs/chat.md, "Long chats")
+    with django_assert_max_num_queries(14):
         page = client.get(reverse("audit-session", args=[chat.pk]))
     assert page.content.count(b'<strong class="persona">reviewer</strong>') == size
     # the reviewers' calls on the deployment's endpoint, and the workers' on up to three others
