@@ -13,7 +13,8 @@ import pytest
 
 from evals_app.entities import agrees_with_judge, score_entities
 from evals_app.estate import entity_names
-from evals_app.runner import RunOptions, run_scenario
+from evals_app.reports import pass_rates
+from evals_app.runner import RunOptions, run_scenario, run_suite
 from evals_app.scenarios import SCENARIOS_DIR, ScenarioError, load_scenario
 from fakes.openai_server import call, text, tool_calls
 
@@ -159,25 +160,31 @@ DISPATCH = call(
 )
 
 
+RIGHT_PARTIAL_SILENT = [
+    # payments (the node of payments-01), the pool change and checkout-01: every expected entity.
+    ("Root cause: payments. Its database pool was cut from 50 to 5, so checkout-01 times out.", 1.0, True),
+    # The loudest symptom first: fails the patient-zero check; 2 of 3 entities, no wrong one.
+    ("Root cause: checkout-01 returns 502; payments is slow as a consequence.", 0.8, False),
+    # No cause stated at all: nothing claimed.
+    ("I checked checkout-01, payments-01 and pg-01.", 0.0, False),
+]
+
+
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize(
-    ("answer", "f1", "passed"),
-    [
-        # payments (the node of payments-01), the pool change and checkout-01: every expected entity.
-        (
-            "Root cause: payments. Its database pool was cut from 50 to 5, so checkout-01 times out.",
-            1.0,
-            True,
-        ),
-        # The loudest symptom first: fails the patient-zero check; 2 of 3 entities, no wrong one.
-        ("Root cause: checkout-01 returns 502; payments is slow as a consequence.", 0.8, False),
-        # No cause stated at all: nothing claimed.
-        ("I checked checkout-01, payments-01 and pg-01.", 0.0, False),
-    ],
-)
+@pytest.mark.parametrize(("answer", "f1", "passed"), RIGHT_PARTIAL_SILENT)
 def test_a_scripted_run_is_scored_from_its_answer(agents_llm, answer, f1, passed):
     agents_llm.add("default", tool_calls(DISPATCH), text(answer))
     agents_llm.add("incident-investigator", text("payments waits for connections"))
     result = asyncio.run(run_scenario(POOL, 1, RunOptions()))
     assert (result.entities["f1"], result.passed) == (f1, passed), result.as_dict()
     assert result.entities["expected"] == ["payments-01", "checkout-01", "payments db_pool_size 50 → 5"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_model_right_once_partial_once_silent_once_scores_a_third_and_macro_f1_of_point_six(agents_llm):
+    for answer, _, _ in RIGHT_PARTIAL_SILENT:  # run one after the other: one scripted answer each
+        agents_llm.add("default", tool_calls(DISPATCH), text(answer))
+        agents_llm.add("incident-investigator", text("payments waits for connections"))
+    results = asyncio.run(run_suite([POOL], RunOptions(repeat=3, parallel=1)))
+    assert [(r.entities["f1"], r.passed) for r in results] == [(f1, ok) for _, f1, ok in RIGHT_PARTIAL_SILENT]
+    assert pass_rates(results)["overall"] == {"runs": 3, "passed": 1, "rate": 0.333, "macro_f1": 0.6}
