@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import signal
 import warnings
 
 import pytest
@@ -13,7 +14,7 @@ from ops_app.core.egress import AllowList
 from ops_app.models import Organization
 from ops_app.tenancy import roles
 from ops_app.tenancy.accounts import create_organization, create_user
-from tests.support.diagnose import running_work
+from tests.support.diagnose import dump_loop_tasks, loop_tasks_dumped_after, running_work
 from tests.support.egress import LOOPBACK_ALLOWED
 
 # Fixture plugins for the whole suite, registered once here (not per module) so that pytest can
@@ -133,6 +134,21 @@ def fresh_api_throttles(monkeypatch):
     from rest_framework.throttling import SimpleRateThrottle
 
     monkeypatch.setattr(SimpleRateThrottle, "cache", LocMemCache(f"throttle-{uuid.uuid4().hex}", {}))
+
+
+# A test (its set-up and teardown included) still running after this long also gets its event
+# loop's tasks dumped, just before faulthandler dumps the threads (pyproject.toml: 240 s).
+HANG_DUMP_SECONDS = 230.0
+
+
+def pytest_configure(config) -> None:
+    signal.signal(signal.SIGUSR1, dump_loop_tasks)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    with loop_tasks_dumped_after(HANG_DUMP_SECONDS):
+        yield
 
 
 # How long a test's background turns and investigations get to end before its teardown cancels them.
