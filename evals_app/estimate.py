@@ -10,6 +10,7 @@ scenario the reference lacks counts at the reference's mean.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,14 +41,20 @@ class Estimate:
 
 
 def _per_scenario(reference: dict) -> dict[str, tuple[float, float]]:
-    """Mean (prompt, completion) tokens per scenario over the reference's attempts."""
-    sums: dict[str, list[float]] = {}
+    """Mean (prompt, completion) tokens per scenario over the reference's attempts; a document
+    older than the prompt/completion split counts all its tokens as prompt."""
+    attempts: dict[str, list[tuple[int, int]]] = defaultdict(list)
     for result in reference.get("results", []):
         prompt = result.get("prompt_tokens", result.get("tokens", 0)) or 0
-        completion = result.get("completion_tokens", 0) or 0
-        entry = sums.setdefault(result["scenario"], [0.0, 0.0, 0])
-        entry[0], entry[1], entry[2] = entry[0] + prompt, entry[1] + completion, entry[2] + 1
-    return {name: (p / n, c / n) for name, (p, c, n) in sums.items()}
+        attempts[result["scenario"]].append((prompt, result.get("completion_tokens", 0) or 0))
+    return {name: _mean(pairs) for name, pairs in attempts.items()}
+
+
+def _mean(pairs) -> tuple[float, float]:
+    pairs = list(pairs)
+    if not pairs:
+        return 0.0, 0.0
+    return sum(p for p, _ in pairs) / len(pairs), sum(c for _, c in pairs) / len(pairs)
 
 
 def estimate(
@@ -55,11 +62,7 @@ def estimate(
 ) -> Estimate:
     """The tokens and list-price cost of running `scenarios` `repeat` times with `model`."""
     known = _per_scenario(reference)
-    mean = (
-        (sum(p for p, _ in known.values()) / len(known), sum(c for _, c in known.values()) / len(known))
-        if known
-        else (0.0, 0.0)
-    )
+    mean = _mean(known.values())
     prompt = completion = 0.0
     for scenario in scenarios:
         p, c = known.get(scenario.name, mean)

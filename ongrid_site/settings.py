@@ -131,7 +131,7 @@ FORMAT_MODULE_PATH = ["ongrid_site.formats"]
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = CONFIG.static_root or CONFIG.data_dir / "staticfiles"
+STATIC_ROOT = CONFIG.static_root
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},

@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from itertools import accumulate
 
 from agents_app import metrics
 from agents_app.kernel.events import Error, EventSink, Final, Retrying, TextDelta, ToolEnd, ToolStart
@@ -246,7 +247,7 @@ class _AgentRun:
             await self.sink.emit(ToolStart(call.id, call.name, redact_arguments(call.arguments_raw)))
         remaining = len(calls) if self.budget is None else max(0, self.budget - self.usage["tool_calls"])
         counted = [counts_against_budget(call.name) for call in calls]
-        ranks = [sum(counted[:index]) for index in range(len(calls))]
+        ranks = [0, *accumulate(counted)][:-1]  # counted calls before each one
         outcomes = await asyncio.gather(
             *(
                 self._one_call(call, within_budget=not counts or rank < remaining)

@@ -68,11 +68,12 @@ def summary_message(text: str) -> dict:
     }
 
 
+def _chars(rows: list[dict]) -> int:
+    return sum(len(row.get("content") or "") + len(str(row.get("tool_calls") or "")) for row in rows)
+
+
 def _tokens(summary: str, rows: list[dict]) -> int:
-    chars = len(summary) + sum(
-        len(row.get("content") or "") + len(str(row.get("tool_calls") or "")) for row in rows
-    )
-    return chars // CHARS_PER_TOKEN
+    return (len(summary) + _chars(rows)) // CHARS_PER_TOKEN
 
 
 def _turns(rows: list[dict]) -> list[list[dict]]:
@@ -90,7 +91,9 @@ def _split(rows: list[dict], keep_tokens: int) -> tuple[list[dict], list[dict]]:
     earlier ones as fit in `keep_tokens`)."""
     turns = _turns(rows)
     kept = [turns.pop()] if turns else []
-    while turns and _tokens("", [row for turn in [turns[-1], *kept] for row in turn]) <= keep_tokens:
+    chars = _chars(kept[0]) if kept else 0
+    while turns and (chars + _chars(turns[-1])) // CHARS_PER_TOKEN <= keep_tokens:
+        chars += _chars(turns[-1])
         kept.insert(0, turns.pop())
     return [row for turn in turns for row in turn], [row for turn in kept for row in turn]
 

@@ -35,8 +35,10 @@ def plan_tools(persona: Persona, tools: list[Tool], *, sees_every_tool: bool = F
     config = settings.CONFIG
     if sees_every_tool or not config.tool_search or len(real) <= config.deferred_tools_above:
         return ToolPlan(list(tools), by_name)
-    core = [tool for tool in real if is_core(tool, persona)]
-    deferred = [tool for tool in real if not is_core(tool, persona)]
+    core: list[Tool] = []
+    deferred: list[Tool] = []
+    for tool in real:
+        (core if is_core(tool, persona) else deferred).append(tool)
     if not deferred:
         return ToolPlan(list(tools), by_name)
     shelf = Shelf(deferred, frozenset(tool.name for tool in core))
