@@ -283,6 +283,8 @@ class _AgentRun:
                 call.name, ctx, call.arguments_raw, "rejected", message, tool.tool_class
             )
         else:
+            if self.shelf is not None and call.name in self.shelf.warm:
+                self.shelf.load([tool])  # a warm read called directly: its schema is sent from now on
             outcome = await invoke_tool(tool, ctx, call.arguments_raw, cancel=self.cancel)
         await self.sink.emit(
             ToolEnd(call.id, outcome.name, outcome.status, outcome.display_content, outcome.duration_ms)

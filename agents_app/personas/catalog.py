@@ -37,7 +37,7 @@ def agent_catalog(personas: Iterable[Persona]) -> str:
     lines = [HEADER]
     for persona in specialists(personas):
         lines.append(f"- **{persona.name}** — {_one_line(persona.description)}")
-        lines.append(f"  When to use: {first_line(persona.when_to_use)}")
+        lines.append(f"  When to use: {first_line(persona.when_to_use).rstrip(':')}")
     if len(lines) == 1:
         lines.append("- (none)")
     return "\n".join(lines)

@@ -4,7 +4,9 @@ Every tool schema is sent on every model call, so an agent with many tools pays 
 each step. Past ONGRID_DEFERRED_TOOLS_ABOVE tools, only the core ones (the control tools, the tools
 bound for the run, the reads most turns start with, or the persona's own `core_tools`) are sent with
 `ToolSearch`; the rest are named in ToolSearch's description and loaded when the model asks.
-Redirect stubs are never offered then (the catalog already says whom to dispatch), but a call to one
+The toolsets' everyday reads that a persona's `core_tools` leaves out are deferred too, but warm: a
+direct call runs (its arguments checked as always) and loads the schema. Redirect stubs are never
+offered then (the catalog already says whom to dispatch), but a call to one
 still redirects. docs/kernel.md, "Deferred tools and ToolSearch".
 """
 
@@ -41,7 +43,8 @@ def plan_tools(persona: Persona, tools: list[Tool], *, sees_every_tool: bool = F
         (core if is_core(tool, persona) else deferred).append(tool)
     if not deferred:
         return ToolPlan(list(tools), by_name)
-    shelf = Shelf(deferred, frozenset(tool.name for tool in core))
+    warm = frozenset(tool.name for tool in deferred if tool.core)  # left out by the persona's core_tools
+    shelf = Shelf(deferred, frozenset(tool.name for tool in core), warm)
     search = tool_search_tool(shelf)
     return ToolPlan([*core, search], {**by_name, search.name: search}, shelf)
 

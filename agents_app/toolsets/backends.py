@@ -22,10 +22,9 @@ from ops_app.integrations import datasources
 from ops_app.integrations.datasources import Endpoint
 
 MAX_SERIES = 20
-TIME_HELP = "ISO 8601, epoch seconds, 'now' or relative like 'now-1h'"
 DATASOURCE = {
     "type": "string",
-    "description": "The organization's data source to ask, by name (default: the default one of its kind).",
+    "description": "A data source by name (default: the default one of its kind).",
 }
 
 

@@ -104,6 +104,9 @@ class Toolset:
 
 
 # Every write tool takes a `reason`: the evidence the reviewer judges (docs/review-gate.md).
+# The one wording of a time argument's accepted forms (ops_app.core.timeutil.parse_time reads them).
+TIME_HELP = "ISO 8601, epoch seconds, now or now-1h"
+
 REASON = {
     "type": "string",
     "minLength": 10,

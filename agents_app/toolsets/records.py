@@ -10,8 +10,7 @@ from ops_app.core.timeutil import TimeParseError, parse_time
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
-TIME_HELP = "ISO 8601 (2024-05-01T10:00:00Z), epoch seconds, 'now' or relative like 'now-6h' / '-30m'"
-LIMIT_PARAM = {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "description": "Most rows to return."}
+LIMIT_PARAM = {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "description": "Most rows."}
 
 
 def limit_of(value: int | None) -> int:

@@ -147,8 +147,10 @@ async def test_a_turn_queries_the_sessions_organization_prometheus(
     assert "acme-prom" in answers[0] and "globex-prom" not in answers[0]
     assert "globex-prom" in answers[1] and "acme-prom" not in answers[1]
     described = [
-        next(t for t in request.body["tools"] if t["function"]["name"] == "query_promql")
+        tool
         for request in agents_llm.seen["default"]
+        for tool in request.body["tools"]
+        if tool["function"]["name"] == "query_promql"  # sent once the coordinator has called it
     ]
     assert "acme-main" in described[0]["function"]["description"]
     assert "globex-main" in described[-1]["function"]["description"]

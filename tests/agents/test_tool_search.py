@@ -15,11 +15,12 @@ from agents_app.kernel.events import ListSink
 from agents_app.kernel.loop import run_agent
 from agents_app.llm.offline.provider import OfflineProvider
 from agents_app.models import MutatingProposal
-from agents_app.personas.registry import AgentRegistry, aget_registry
+from agents_app.personas.registry import AgentRegistry, aget_registry, file_registry
 from agents_app.personas.schema import parse_persona, persona_to_markdown
 from agents_app.runtime.core import Runtime
 from agents_app.tools.cancel import CancelToken
 from agents_app.tools.deferral import plan_tools
+from agents_app.tools.toolbag import build_toolbag
 from agents_app.toolsets.contract import Tool
 from agents_app.toolsets.registry import load_builtin_tools
 from agents_app.toolsets.tool_search.shelf import Shelf
@@ -138,6 +139,29 @@ def test_every_built_in_tool_is_found_in_the_top_three_by_the_words_of_its_name(
     assert missed == {}
 
 
+@pytest.mark.parametrize(
+    ("query", "wanted"),
+    [
+        ("latency p99", "query_promql"),
+        ("metrics", "query_promql"),
+        ("runbook", "query_knowledge"),
+        ("host owner", "query_devices"),
+        ("open incidents", "get_active_incidents"),
+        ("incident", "query_incidents"),
+        ("logs", "query_logql"),
+        ("traces", "query_traceql"),
+        ("changes", "query_change_events"),
+        ("similar incidents", "find_similar_incidents"),
+    ],
+)
+def test_the_words_of_a_coordinators_question_find_its_read_among_the_first_three(query, wanted):
+    """The coordinator is sent no reads (core_tools: []): what it searches for must bring them."""
+    coordinator = file_registry().by_name("default")
+    reads = build_toolbag(coordinator, load_builtin_tools(), coordinator=True)
+    found, _ = Shelf([tool for tool in reads if not tool.redirect]).search(query, 3)
+    assert wanted in [tool.name for tool in found]
+
+
 def test_core_tools_in_a_persona_file_load_round_trip_and_unknown_names_are_reported():
     text = (
         "---\nname: lean\ndescription: d\nwhen_to_use: w\n"
@@ -228,7 +252,7 @@ async def test_tool_search_is_not_counted_in_the_tool_budget(fake_llm, org, thre
 
 
 @pytest.mark.django_db(transaction=True)
-async def test_the_coordinator_sends_its_core_reads_and_still_redirects_a_hidden_stub(
+async def test_the_coordinator_sends_its_control_tools_and_still_redirects_a_hidden_stub(
     org, member, agents_llm, settings
 ):
     settings.CONFIG = dataclasses.replace(settings.CONFIG, tool_search=True, deferred_tools_above=15)
@@ -246,14 +270,45 @@ async def test_the_coordinator_sends_its_core_reads_and_still_redirects_a_hidden
 
     requests = agents_llm.seen["default"]
     first = requests[0].tool_names
-    assert {"AgentTool", "SendMessage", "TaskStop", SEARCH, "query_promql", "get_incident_detail"} <= set(
-        first
-    )
+    assert set(first) - {"Skill"} == {"AgentTool", "SendMessage", "TaskStop", SEARCH}  # core_tools: []
     assert "query_change_events" not in first and "host_bash" not in first  # deferred; a stub
     assert json.loads(tool_messages(requests[1])[-1]["content"])["status"] == "redirect"
     assert "query_change_events" in requests[2].tool_names
     assert result.status == "completed"
     assert (await AuditLog.objects.aget(tool_call_id="c1")).status == "ok"
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_the_coordinator_may_call_an_everyday_read_it_was_not_sent_and_then_gets_its_schema(
+    org, member, agents_llm, settings
+):
+    """query_promql is core in its manifest but not in the coordinator's core_tools: its schema waits
+    behind ToolSearch, yet a direct call runs (arguments checked) and loads it; a deferred read
+    that is not an everyday one still has to be found first."""
+    settings.CONFIG = dataclasses.replace(settings.CONFIG, tool_search=True, deferred_tools_above=15)
+    agents_llm.add(
+        "default",
+        tool_calls(call("query_promql", {"query": 'up{job="checkout"}'}, id="p1")),
+        tool_calls(call("query_promql", {"expression": "up"}, id="p2"), call("query_logql", {}, id="l1")),
+        text("checkout is up"),
+    )
+    chat = await sync_to_async(services.start_chat)(member)
+    await services.abegin_turn(chat.pk, "Is checkout up?")
+
+    result = await Runtime().run_turn(chat.pk)
+
+    first, second, third = agents_llm.seen["default"]
+    listing = next(
+        t["function"]["description"] for t in first.body["tools"] if t["function"]["name"] == SEARCH
+    )
+    assert "query_promql" not in first.tool_names and "query_promql" in listing
+    assert json.loads(tool_messages(second)[-1]["content"]).get("status") != "error"
+    assert "query_promql" in second.tool_names  # loaded by the call
+    promql, wrong, logql = tool_messages(third)[-3:]
+    assert "'query' is a required property" in wrong["content"]  # checked as for any tool
+    assert logql["content"].startswith("Not run: query_logql is a deferred tool")
+    assert result.status == "completed"
+    assert (await AuditLog.objects.aget(tool_call_id="p1")).status == "ok"
 
 
 @pytest.mark.django_db(transaction=True)

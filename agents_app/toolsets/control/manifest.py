@@ -2,20 +2,20 @@ from agents_app.toolsets.manifest import ROLE_DISPATCH, OfflineHints, Toolset, T
 
 AGENT_TOOL = ToolSpec(
     "AgentTool",
-    "Dispatch a specialist worker for deep work (5+ inspection calls, host-side tools, cross-host or "
-    "cross-signal analysis). Blocks until the worker finishes and returns its answer.",
+    "Dispatch a specialist for deep work (5+ inspection calls, host-side tools, several hosts or "
+    "signals); returns its answer.",
     {
         "type": "object",
         "properties": {
             "description": {
                 "type": "string",
-                "description": "One-line summary of the task, shown on the tile.",
+                "description": "One line, shown on the tile.",
             },
-            "subagent_type": {"type": "string", "description": "Name of the specialist persona to dispatch."},
+            "subagent_type": {"type": "string"},
             "prompt": {
                 "type": "string",
-                "description": "The complete, self-contained brief. The worker cannot see this conversation: "
-                "include ids, device names, times and the user's exact words.",
+                "description": "The whole brief (the worker cannot see this chat): ids, names, times, "
+                "the user's words.",
             },
         },
         "required": ["description", "subagent_type", "prompt"],
@@ -26,13 +26,13 @@ AGENT_TOOL = ToolSpec(
 )
 SEND_MESSAGE = ToolSpec(
     "SendMessage",
-    "Send an intermediate message to the user without ending the turn.",
+    "Tell the user something without ending the turn.",
     {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]},
     scope="coordinator",
 )
 TASK_STOP = ToolSpec(
     "TaskStop",
-    "Stop a running worker by its task_id (idempotent).",
+    "Stop a running worker by its task_id.",
     {"type": "object", "properties": {"task_id": {"type": "integer"}}, "required": ["task_id"]},
     scope="coordinator",
 )

@@ -1,5 +1,5 @@
-from agents_app.toolsets.manifest import ROLE_DEVICE_LIST, OfflineHints, Toolset, ToolSpec
-from agents_app.toolsets.records import LIMIT_PARAM, TIME_HELP
+from agents_app.toolsets.manifest import ROLE_DEVICE_LIST, TIME_HELP, OfflineHints, Toolset, ToolSpec
+from agents_app.toolsets.records import LIMIT_PARAM
 from ops_app.estate.topology import DIRECTIONS, MAX_DEPTH
 from ops_app.models import Device, TopologyNode
 
@@ -10,13 +10,13 @@ DEVICE_WORDS = frozenset({"device", "host", "server", "role", "address", "ip", "
 
 QUERY_DEVICES = ToolSpec(
     "query_devices",
-    "Devices (hosts) of the estate with address, kind, labels, transport and online status.",
+    "Devices (hosts): address, kind, labels, transport, online.",
     {
         "type": "object",
         "properties": {
-            "name": {"type": "string", "description": "Part of the name or address (case-insensitive)."},
+            "name": {"type": "string", "description": "Part of the name or address."},
             "kind": {"type": "string", "enum": [k.value for k in Device.Kind]},
-            "label": {"type": "string", "description": "A label as key=value, or a key alone."},
+            "label": {"type": "string", "description": "key=value, or a key."},
             "online": {"type": "boolean"},
             "limit": LIMIT_PARAM,
         },

@@ -1,5 +1,12 @@
-from agents_app.toolsets.manifest import REASON, ROLE_INCIDENT_DETAIL, OfflineHints, Toolset, ToolSpec
-from agents_app.toolsets.records import LIMIT_PARAM, TIME_HELP
+from agents_app.toolsets.manifest import (
+    REASON,
+    ROLE_INCIDENT_DETAIL,
+    TIME_HELP,
+    OfflineHints,
+    Toolset,
+    ToolSpec,
+)
+from agents_app.toolsets.records import LIMIT_PARAM
 from ops_app.models import Incident, Severity
 
 SEVERITIES = [s.value for s in Severity]
@@ -16,18 +23,18 @@ INCIDENT_STATUSES = [s.value for s in Incident.Status]
 
 QUERY_INCIDENTS = ToolSpec(
     "query_incidents",
-    "Search incidents of the estate. Filters combine with AND; all are optional. Returns the newest "
-    "first with id, title, severity, status, start/resolve times, services and device.",
+    "Search incidents (optional filters, ANDed), newest first: id, title, severity, status, times, "
+    "services, device.",
     {
         "type": "object",
         "properties": {
             "status": {"type": "string", "enum": INCIDENT_STATUSES},
             "severity": {"type": "string", "enum": SEVERITIES},
-            "service": {"type": "string", "description": "An affected service name (exact)."},
-            "device": {"type": "string", "description": "Device name (exact, case-insensitive)."},
-            "since": {"type": "string", "description": f"Started at or after. {TIME_HELP}."},
-            "until": {"type": "string", "description": f"Started at or before. {TIME_HELP}."},
-            "text": {"type": "string", "description": "Words to find in the title or summary."},
+            "service": {"type": "string", "description": "An affected service (exact)."},
+            "device": {"type": "string", "description": "A device name (exact)."},
+            "since": {"type": "string", "description": f"Started at or after: {TIME_HELP}."},
+            "until": {"type": "string", "description": "Started at or before, in the forms of since."},
+            "text": {"type": "string", "description": "Words in the title or summary."},
             "limit": LIMIT_PARAM,
         },
         "additionalProperties": False,
@@ -38,7 +45,7 @@ QUERY_INCIDENTS = ToolSpec(
 
 GET_ACTIVE_INCIDENTS = ToolSpec(
     "get_active_incidents",
-    "The incidents that are not resolved yet (firing or acknowledged), worst severity first.",
+    "The open (firing or acknowledged) incidents, worst first.",
     {"type": "object", "properties": {"limit": LIMIT_PARAM}, "additionalProperties": False},
     offline=OfflineHints(open_variant_of="query_incidents"),
     core=True,
@@ -46,8 +53,7 @@ GET_ACTIVE_INCIDENTS = ToolSpec(
 
 GET_INCIDENT_DETAIL = ToolSpec(
     "get_incident_detail",
-    "Everything about one incident: its alerts, a timeline, the devices and topology nodes it "
-    "touches and the change events recorded around it.",
+    "One incident in full: alerts, timeline, devices, topology nodes and the changes around it.",
     {
         "type": "object",
         "properties": {"incident_id": {"type": "integer", "description": "The incident's id."}},

@@ -4,19 +4,18 @@ FOLLOW_THRESHOLD = 0.6
 
 QUERY_KNOWLEDGE = ToolSpec(
     "query_knowledge",
-    "Search the organization's runbooks, uploaded documents and past incidents, in any language. "
-    "Returns ranked passages with the document title, source, language, a score from 0 to 1, the "
-    f"matching passage and why it matched. A score of {FOLLOW_THRESHOLD} or more "
-    "means the passage covers the question well: follow that runbook and cite its title.",
+    "Search runbooks, uploads and past incidents, in any language: ranked passages with title, "
+    f"source, language, a 0–1 score and why they matched. A score of {FOLLOW_THRESHOLD} or more "
+    "covers the question: follow that runbook and cite its title.",
     {
         "type": "object",
         "properties": {
-            "query": {"type": "string", "description": "The question or symptoms, in plain words."},
+            "query": {"type": "string", "description": "The question or symptoms."},
             "top_k": {"type": "integer", "minimum": 1, "maximum": 10, "default": 5},
             "kind": {
                 "type": "string",
                 "enum": ["runbook", "past-incident"],
-                "description": "Only runbooks and uploads, or only past incidents' reports.",
+                "description": "Only runbooks and uploads, or only past incidents.",
             },
         },
         "required": ["query"],

@@ -6,7 +6,7 @@ its default cluster). Secrets are never read: the kind is refused, and environme
 from a Secret are shown as references.
 """
 
-from agents_app.toolsets.manifest import REASON, Toolset, ToolSpec
+from agents_app.toolsets.manifest import REASON, TIME_HELP, Toolset, ToolSpec
 
 OWNER = "specialist-k8s"
 READ_REASON = "cluster reads belong to the Kubernetes specialist"
@@ -19,7 +19,6 @@ KINDS = (
     "pod, deployment, replicaset, statefulset, daemonset, job, cronjob, service, ingress, configmap, "
     "horizontalpodautoscaler (hpa), persistentvolumeclaim (pvc), node, namespace, event"
 )
-TIME_HELP = "ISO 8601, epoch seconds, 'now' or relative like 'now-1h'"
 
 CLUSTER = {
     "type": "string",

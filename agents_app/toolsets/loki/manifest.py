@@ -1,12 +1,12 @@
-from agents_app.toolsets.backends import DATASOURCE, TIME_HELP
-from agents_app.toolsets.manifest import Toolset, ToolSpec
+from agents_app.toolsets.backends import DATASOURCE
+from agents_app.toolsets.manifest import TIME_HELP, Toolset, ToolSpec
 
 MAX_LOG_LINES = 500
 MAX_LINE_CHARS = 500
 
 QUERY_LOGQL = ToolSpec(
     "query_logql",
-    "Run a LogQL query against Loki (/loki/api/v1/query_range). Log queries return streams (labels "
+    "Search logs: a LogQL query against Loki (/loki/api/v1/query_range). Log queries return streams (labels "
     "and [time, line] entries, lines cut at 500 characters); metric queries return series like "
     "query_promql. Default window: the last hour.",
     {

@@ -1,26 +1,22 @@
-from agents_app.toolsets.backends import DATASOURCE, TIME_HELP
-from agents_app.toolsets.manifest import Toolset, ToolSpec
+from agents_app.toolsets.backends import DATASOURCE
+from agents_app.toolsets.manifest import TIME_HELP, Toolset, ToolSpec
 
 DEFAULT_POINTS = 120
 MAX_POINTS = 1000
 
 QUERY_PROMQL = ToolSpec(
     "query_promql",
-    "Run a PromQL query against Prometheus. Without start: an instant query (at `time`, default "
-    "now). With start: a range query from start to end (default now); the step is widened when "
-    "needed so a series never has more than max_points points. Each series comes back as labels, "
-    "last, min, max and points [[unix_seconds, value], ...].",
+    "Metrics (latency, error rates, saturation): PromQL against Prometheus, an instant query at "
+    "`time` (default now), or with start a range query to end (default now), its step widened to "
+    "keep max_points per series. Each series: labels, last, min, max, points [[unix_seconds, value], ...].",
     {
         "type": "object",
         "properties": {
             "query": {"type": "string", "description": "The PromQL expression."},
-            "time": {"type": "string", "description": f"Instant query evaluation time. {TIME_HELP}."},
-            "start": {
-                "type": "string",
-                "description": f"Range start; makes this a range query. {TIME_HELP}.",
-            },
-            "end": {"type": "string", "description": f"Range end (default now). {TIME_HELP}."},
-            "step": {"type": "string", "description": "Resolution such as 15s, 1m, 5m (may be widened)."},
+            "time": {"type": "string", "description": f"{TIME_HELP}."},
+            "start": {"type": "string", "description": "Range start, in the forms of time."},
+            "end": {"type": "string", "description": "Range end, in the forms of time."},
+            "step": {"type": "string", "description": "Such as 15s or 1m."},
             "max_points": {
                 "type": "integer",
                 "minimum": 10,

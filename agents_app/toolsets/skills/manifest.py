@@ -4,14 +4,13 @@ from agents_app.toolsets.manifest import OfflineHints, Toolset, ToolSpec
 # it, with the names it may load, so an agent without skills sends no extra tool schema.
 SKILL_TOOL = ToolSpec(
     "Skill",
-    "Load one of the skills listed in your system prompt: returns its instructions (and the files "
-    "it has). Call it when a skill's description matches your task, before doing the task; pass "
-    "`file` to read one of the skill's files the instructions refer to.",
+    "Load a skill your prompt lists when it fits the task, before doing it: its instructions and "
+    "files; `file` reads one of them.",
     {
         "type": "object",
         "properties": {
-            "name": {"type": "string", "description": "The skill's name, as the catalog lists it."},
-            "file": {"type": "string", "description": "Optional: a file of the skill, like 'reference.md'."},
+            "name": {"type": "string"},
+            "file": {"type": "string", "description": "Such as reference.md."},
         },
         "required": ["name"],
         "additionalProperties": False,

@@ -1,5 +1,5 @@
-from agents_app.toolsets.backends import DATASOURCE, TIME_HELP
-from agents_app.toolsets.manifest import Toolset, ToolSpec
+from agents_app.toolsets.backends import DATASOURCE
+from agents_app.toolsets.manifest import TIME_HELP, Toolset, ToolSpec
 
 MAX_TRACES = 50
 

@@ -4,13 +4,12 @@ from agents_app.toolsets.manifest import OfflineHints, Toolset, ToolSpec
 # ONGRID_DEFERRED_TOOLS_ABOVE: their schemas stay off the request until this tool finds them.
 TOOL_SEARCH = ToolSpec(
     "ToolSearch",
-    "Load the full schemas of deferred tools, which you can then call for the rest of this task. "
-    "Query with keywords (e.g. 'disk usage', 'kubernetes pods') or with 'select:<name>[,<name>…]' "
-    "for tools you know by name. Only call a deferred tool after it has been loaded.",
+    "Load deferred tools by keywords ('disk usage') or select:<name>,<name>; call one only once "
+    "loaded, then for the rest of this task.",
     {
         "type": "object",
         "properties": {
-            "query": {"type": "string", "description": "Keywords, or select:<name>,<name> for exact names."},
+            "query": {"type": "string", "description": "Keywords, or select:<name>,<name>."},
             "max_results": {"type": "integer", "minimum": 1, "maximum": 10, "default": 5},
         },
         "required": ["query"],

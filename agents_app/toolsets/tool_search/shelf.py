@@ -22,23 +22,32 @@ _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
 def _words(text: str) -> set[str]:
-    """Lower-case words, also split at underscores and camel case (host_du_summary, ToolSearch)."""
+    """Lower-case words, also split at underscores and camel case (host_du_summary, ToolSearch),
+    plurals folded (`logs` finds query_logql's "log lines", `incident` get_active_incidents)."""
     spaced = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", text)
-    return {word.lower() for word in _WORD.findall(spaced)}
+    return {_singular(word.lower()) for word in _WORD.findall(spaced)}
+
+
+def _singular(word: str) -> str:
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
 
 
 class Shelf:
     """Which of one run's tools are deferred, and which of those the model has loaded so far."""
 
-    def __init__(self, tools: list[Tool], sent: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self, tools: list[Tool], sent: frozenset[str] = frozenset(), warm: frozenset[str] = frozenset()
+    ) -> None:
         self.tools = {tool.name: tool for tool in tools}
         self.sent = sent  # the run's tools whose schemas the model has had from the start
+        # Everyday reads a persona's core_tools keeps off the request: a direct call runs and loads them.
+        self.warm = warm & self.tools.keys()
         self.loaded: dict[str, Tool] = {}
         self._index = {tool.name: (_words(tool.name), _words(tool.description)) for tool in tools}
 
     def waiting(self, name: str) -> bool:
         """True for a deferred tool the model has not loaded yet: it may not be called."""
-        return name in self.tools and name not in self.loaded
+        return name in self.tools and name not in self.loaded and name not in self.warm
 
     def search(self, query: str, limit: int = 5) -> tuple[list[Tool], list[str]]:
         """The tools `query` finds (best first) and, for `select:`, the names that match none."""
