@@ -29,7 +29,7 @@ from audit_app.queries import (
     trace_link,
     usage_from_calls,
 )
-from chat_app.models import ChatMessage, ChatSession, MessageRole
+from chat_app.models import ChatMessage, ChatSession, HistorySummary, MessageRole
 
 SPAWN_TOOL = AGENT_TOOL.name  # its spawned session is a worker (a child node), not a review
 SPAWN_SLACK = timedelta(milliseconds=500)  # a worker row is written while its dispatch runs
@@ -276,6 +276,22 @@ def call_detail(call: AuditLog) -> dict:
         dict(session_summary(r, 0, usage.get(r.pk)), result=r.result, error=r.error) for r in reviewers
     ]
     return entry
+
+
+def history_summaries(root_id: int) -> list[dict]:
+    """What the model was told instead of a long chat's earlier turns (docs/chat.md, "Long chats"),
+    oldest first: the audit export keeps them beside the turns they stand for."""
+    rows = HistorySummary.objects.filter(session_id=root_id).order_by("through_seq")
+    return [
+        {
+            "through_seq": row.through_seq,
+            "messages": row.messages,
+            "model": row.model,
+            "created_at": row.created_at.isoformat(),
+            "text": row.text,
+        }
+        for row in rows
+    ]
 
 
 def tree_totals(node: dict) -> dict:

@@ -133,3 +133,19 @@ def test_the_audit_page_shows_what_the_model_was_told_instead(member, auditor):
     page = client.get(reverse("audit-session", args=[chat.pk])).content.decode()
 
     assert "Earlier turns summarised" in page and "CHG-4411" in page and "Through message #8" in page
+
+
+def test_the_audit_export_keeps_the_summaries_beside_the_tree(member, auditor):
+    chat = seed(member, turns=2)
+    services.save_history_summary(chat.pk, through_seq=8, text=SUMMARY, messages=8, model="fake-model")
+    client = Client()
+    client.force_login(auditor)
+
+    exported = client.get(reverse("api-audit-export", args=[chat.pk])).json()
+    tree = client.get(reverse("api-audit-tree", args=[chat.pk])).json()
+
+    assert exported["tree"]["id"] == chat.pk
+    [summary] = exported["history_summaries"]
+    assert (summary["through_seq"], summary["messages"], summary["model"]) == (8, 8, "fake-model")
+    assert "CHG-4411" in summary["text"]
+    assert tree["history_summaries"] == exported["history_summaries"]
