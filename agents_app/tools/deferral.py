@@ -5,9 +5,10 @@ each step. Past ONGRID_DEFERRED_TOOLS_ABOVE tools, only the core ones (the contr
 bound for the run, the reads most turns start with, or the persona's own `core_tools`) are sent with
 `ToolSearch`; the rest are named in ToolSearch's description and loaded when the model asks.
 The toolsets' everyday reads that a persona's `core_tools` leaves out are deferred too, but warm: a
-direct call runs (its arguments checked as always) and loads the schema. Redirect stubs are never
-offered then (the catalog already says whom to dispatch), but a call to one
-still redirects. docs/kernel.md, "Deferred tools and ToolSearch".
+direct call runs (its arguments checked as always) and loads the schema. Redirect stubs are not
+offered, deferring or not (a stub's schema would advertise the very call it exists to catch, and the
+catalog already says whom to dispatch), but a call to one still redirects. docs/kernel.md,
+"Deferred tools and ToolSearch".
 """
 
 from __future__ import annotations
@@ -35,8 +36,10 @@ def plan_tools(persona: Persona, tools: list[Tool], *, sees_every_tool: bool = F
     by_name = {tool.name: tool for tool in tools}
     real = [tool for tool in tools if not tool.redirect]
     config = settings.CONFIG
-    if sees_every_tool or not config.tool_search or len(real) <= config.deferred_tools_above:
+    if sees_every_tool or not config.tool_search:
         return ToolPlan(list(tools), by_name)
+    if len(real) <= config.deferred_tools_above:
+        return ToolPlan(real, by_name)  # stubs stay callable, unadvertised
     core: list[Tool] = []
     deferred: list[Tool] = []
     for tool in real:

@@ -116,14 +116,14 @@ async def test_another_organization_never_sees_the_skill(outsider, vacuum_skill,
 async def test_a_persona_listed_skill_is_in_the_prompt_and_the_rest_only_in_the_catalog(
     member, vacuum_skill, agents_llm
 ):
-    brief = {"description": "disk", "subagent_type": "specialist-disk", "prompt": "Check /var on web-01."}
+    brief = {"description": "cpu", "subagent_type": "specialist-compute", "prompt": "Check CPU on web-01."}
     agents_llm.add("default", tool_calls(call("AgentTool", brief)), lambda request: text("done"))
-    agents_llm.add("specialist-disk", text("/var is fine"))
+    agents_llm.add("specialist-compute", text("CPU is fine"))
 
-    await ask(member, "check the disk of web-01")
+    await ask(member, "check the CPU of web-01")
 
-    worker = agents_llm.seen["specialist-disk"][0].system_prompt
-    assert "[能力: promql-node-exporter]" in worker  # specialist-disk lists it under `skills:`
+    worker = agents_llm.seen["specialist-compute"][0].system_prompt
+    assert "[能力: promql-node-exporter]" in worker  # specialist-compute lists it under `skills:`
     assert "- promql-node-exporter —" not in worker  # active, so not offered again
     assert f"- postgres-vacuum — {VACUUM_DESCRIPTION}" in worker and VACUUM_BODY not in worker
     coordinator = agents_llm.seen["default"][0].system_prompt

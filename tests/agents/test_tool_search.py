@@ -106,7 +106,9 @@ def test_a_personas_core_tools_replace_the_toolsets_choice(threshold):
 
 def test_redirect_stubs_are_not_offered_or_counted_but_stay_callable(threshold):
     stubs = [dataclasses.replace(t, name=f"stub_{t.name}", redirect=True) for t in tools(6)]
-    assert plan_tools(persona(), tools(3) + stubs).shelf is None  # 3 real tools: nothing deferred
+    small = plan_tools(persona(), tools(3) + stubs)  # 3 real tools: nothing deferred, stubs unadvertised
+    assert small.shelf is None and [t.name for t in small.offered] == ["tool_00", "tool_01", "tool_02"]
+    assert "stub_tool_00" in small.callable
     plan = plan_tools(persona(), tools(6, core=("tool_00",)) + stubs)
     assert "stub_tool_00" not in {t.name for t in plan.offered}
     assert "stub_tool_00" in plan.callable and "stub_tool_00" not in plan.shelf.tools
