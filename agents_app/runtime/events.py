@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, fields
+from functools import cache
 from typing import ClassVar
 
 
@@ -23,8 +24,22 @@ class RuntimeEvent:
     def to_message(self) -> dict:
         """The event as it travels: JSON-safe (dates and the like become text). A field may travel
         under another key (`metadata={"wire": ...}`): a tool's name goes as "name"."""
-        wire = {f.metadata.get("wire", f.name): getattr(self, f.name) for f in fields(self)}
-        return json.loads(json.dumps({"event": self.name, **wire}, default=str))
+        wire = {key: getattr(self, name) for name, key in _wire_names(type(self))}
+        message = {"event": self.name, **wire}
+        if all(type(value) in _PLAIN for value in wire.values()):
+            return message  # most events (every text delta): already JSON, no round trip to pay
+        return json.loads(json.dumps(message, default=str))
+
+
+@cache
+def _wire_names(kind: type) -> tuple[tuple[str, str], ...]:
+    """(field, key it travels under) of an event class, read once per class."""
+    return tuple((f.name, f.metadata.get("wire", f.name)) for f in fields(kind))
+
+
+# Field types that are JSON as they are (not their subclasses: an IntEnum or a str subclass goes
+# through the round trip and travels as its plain value).
+_PLAIN = frozenset({str, int, float, bool, type(None)})
 
 
 # ---- the turn ---------------------------------------------------------------------------------
