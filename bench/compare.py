@@ -6,6 +6,8 @@ instant one's own capacity, then runs each side in its own process, one after th
 
     sdk          the Agents SDK, agents-as-tools, streamed
     sdk-session  the same with SQLiteSession persistence
+    sdk-personas the same, its two agents' instructions Ongrid's shipped persona bodies (the bytes
+                 a turn sends when both products carry the same prompts)
     sqlite       Ongrid embedded: the turn runs in the process that starts it (inline executor)
     pg           the same on PostgreSQL (pooled), when BENCH_PG is reachable
     celery       Ongrid scale-out: 2 Celery workers (bench/celery_worker.py) with their turn
@@ -32,7 +34,7 @@ from urllib.parse import urlparse
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = str(ROOT / ".venv" / "bin" / "python")
-SIDES = ["sdk", "sdk-session", "sqlite", "pg", "celery"]
+SIDES = ["sdk", "sdk-session", "sdk-personas", "sqlite", "pg", "celery"]
 LOGS = Path(tempfile.mkdtemp(prefix="ongrid-bench-logs-"))
 
 
@@ -132,7 +134,7 @@ def fake_model(name: str, delay: float) -> tuple[Process, str]:
 def side(name: str, base_url: str, levels: str, repeat: int, pg: str, redis_url: str) -> dict:
     args = ["--levels", levels, "--repeat", str(repeat)]
     if name.startswith("sdk"):
-        extra = ["--session"] if name == "sdk-session" else []
+        extra = {"sdk-session": ["--session"], "sdk-personas": ["--session", "--personas"]}.get(name, [])
         return run_json(
             name, [PYTHON, "bench/sdk_side.py", "--base-url", base_url, *args, *extra], base_env()
         )
