@@ -24,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import frontmatter  # noqa: E402
 from agents import (  # noqa: E402
     Agent,
     OpenAIChatCompletionsModel,
@@ -32,7 +33,6 @@ from agents import (  # noqa: E402
     function_tool,
     set_tracing_disabled,
 )
-import frontmatter  # noqa: E402
 from openai import AsyncOpenAI  # noqa: E402
 
 from bench.measure import measure  # noqa: E402
@@ -49,7 +49,10 @@ ONE_LINERS = {
     "specialist-disk": "You are the disk specialist. Inspect the host you are given with query_promql.",
     "default": "You are the coordinator. Dispatch one specialist per host, then weave their answers.",
 }
-PERSONA_FILES = {"specialist-disk": "personas/specialists/specialist-disk.md", "default": "personas/default.md"}
+PERSONA_FILES = {
+    "specialist-disk": "personas/specialists/specialist-disk.md",
+    "default": "personas/default.md",
+}
 
 
 def instructions(name: str, personas: bool) -> str:
