@@ -48,6 +48,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)  # extra response headers (Retry-After)
     stall_after: int | None = None  # streamed chunks sent before going silent for `stall` seconds
     stall: float = 0.0
+    linger: float = 0.0  # seconds the stream stays open after `[DONE]` before it ends
 
 
 def text(content: str, **options: Any) -> Reply:
@@ -138,6 +139,7 @@ class FakeLLM:
         self.embedding_dimension: int | None = None
         self.requests: list[RecordedRequest] = []
         self.hangups: list[tuple[RecordedRequest, float]] = []  # held requests the client closed
+        self.connections = 0  # TCP connections accepted: keep-alive clients reuse one
         self._queue: deque[Reply] = deque()
         self._router: Router | None = None
         self._lock = threading.Lock()
@@ -220,6 +222,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
         return
+
+    def setup(self) -> None:  # once per TCP connection, however many requests it carries
+        super().setup()
+        with self.owner._lock:
+            self.owner.connections += 1
 
     def do_GET(self) -> None:
         self._record({})
@@ -352,6 +359,8 @@ class _Handler(BaseHTTPRequestHandler):
                 if reply.chunk_delay:
                     time.sleep(reply.chunk_delay)
             self._send_chunk(b"data: [DONE]\n\n")
+            if reply.linger:
+                time.sleep(reply.linger)
             self._send_chunk(b"")
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True

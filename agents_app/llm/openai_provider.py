@@ -229,17 +229,25 @@ def _body_of(request: dict[str, Any]) -> dict[str, Any]:
 
 # A data field split over more lines than this is not JSON that will ever parse: dropped.
 MAX_DATA_LINES = 64
+# After `[DONE]`, how long and how many lines the rest of the stream is read for: read to its end,
+# the keep-alive connection goes back to the pool (left unread, it is closed, and the next call
+# dials again: a TLS handshake per model call on a real endpoint). A server that keeps streaming
+# or holds the stream open past this loses its connection instead.
+DRAIN_SECONDS = 1.0
+DRAIN_LINES = 16
 
 
 async def _events(response: Any) -> AsyncIterator[dict]:
     """The JSON objects of a chat-completions event stream (server-sent events), until `[DONE]`.
     An event carrying `error` raises the SDK's APIError, as its own stream does."""
     pending: list[str] = []
-    async for line in response.iter_lines():
+    lines = response.iter_lines()
+    async for line in lines:
         if not line.startswith("data:"):
             continue  # blank separators, comments, event names
         data = line[5:].strip()
         if data == "[DONE]":
+            await _drain(lines)
             return
         pending.append(data)
         try:
@@ -258,6 +266,19 @@ async def _events(response: Any) -> AsyncIterator[dict]:
                 message or "An error occurred during streaming", response.http_request, body=failure
             )
         yield event
+
+
+async def _drain(lines: AsyncIterator[str]) -> None:
+    """Read the stream past `[DONE]` to its end (see DRAIN_SECONDS), never failing the call."""
+    try:
+        async with asyncio.timeout(DRAIN_SECONDS):
+            count = 0
+            async for _line in lines:
+                count += 1
+                if count > DRAIN_LINES:
+                    return
+    except Exception:  # noqa: BLE001 - the reply is complete; only the connection's reuse is at stake
+        return
 
 
 def _accumulate(calls: dict[int, dict[str, Any]], piece: dict) -> None:

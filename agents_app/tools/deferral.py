@@ -45,7 +45,7 @@ def plan_tools(persona: Persona, tools: list[Tool], *, sees_every_tool: bool = F
     for tool in real:
         (core if is_core(tool, persona) else deferred).append(tool)
     if not deferred:
-        return ToolPlan(list(tools), by_name)
+        return ToolPlan(real, by_name)
     warm = frozenset(tool.name for tool in deferred if tool.core)  # left out by the persona's core_tools
     shelf = Shelf(deferred, frozenset(tool.name for tool in core), warm)
     search = tool_search_tool(shelf)

@@ -258,3 +258,24 @@ async def test_the_event_stream_is_read_line_by_line_without_the_sdks_chunk_mode
 async def test_an_error_event_mid_stream_is_the_sdks_api_error():
     with pytest.raises(openai.APIError, match="model overloaded"):
         await _read('data: {"choices": []}', 'data: {"error": {"message": "model overloaded"}}')
+
+
+async def test_model_calls_reuse_one_keep_alive_connection(fake_llm):
+    """The stream is read past [DONE] to its end, so its connection goes back to the pool: no new
+    TCP (on a real endpoint, TLS) handshake per model call."""
+    provider = provider_for(fake_llm)
+    fake_llm.script(text("one"), tool_calls(call("query_promql", {"query": "up"})), text("three"))
+    answers = [(await collect(provider))[1] for _ in range(3)]
+    assert [a.text for a in answers] == ["one", "", "three"] and answers[1].tool_calls
+    assert fake_llm.connections == 1
+
+
+async def test_a_stream_left_open_after_done_still_ends_the_call_with_its_answer(fake_llm, monkeypatch):
+    """A server that holds the stream open after [DONE] costs its connection, not the reply."""
+    monkeypatch.setattr("agents_app.llm.openai_provider.DRAIN_SECONDS", 0.2)
+    provider = provider_for(fake_llm)
+    fake_llm.script(text("complete answer", linger=5.0), text("next"))
+    _, first = await collect(provider)
+    _, second = await collect(provider)
+    assert (first.text, second.text) == ("complete answer", "next")
+    assert fake_llm.connections == 2  # the lingering stream's connection was given up
