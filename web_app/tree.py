@@ -278,11 +278,15 @@ def call_detail(call: AuditLog) -> dict:
     return entry
 
 
-def history_summaries(root_id: int) -> list[dict]:
+def history_summaries(root_id: int):
     """What the model was told instead of a long chat's earlier turns (docs/chat.md, "Long chats"),
-    oldest first: the audit export keeps them beside the turns they stand for."""
-    rows = HistorySummary.objects.filter(session_id=root_id).order_by("through_seq")
-    return [
+    oldest first: the audit pages and the API show them beside the turns they stand for."""
+    return HistorySummary.objects.filter(session_id=root_id).order_by("through_seq")
+
+
+def tree_document(tree: dict) -> dict:
+    """The audit API's body for a tree: its totals, the tree and the chat's history summaries."""
+    summaries = [
         {
             "through_seq": row.through_seq,
             "messages": row.messages,
@@ -290,8 +294,9 @@ def history_summaries(root_id: int) -> list[dict]:
             "created_at": row.created_at.isoformat(),
             "text": row.text,
         }
-        for row in rows
+        for row in history_summaries(tree["id"])
     ]
+    return {"totals": tree_totals(tree), "tree": tree, "history_summaries": summaries}
 
 
 def tree_totals(node: dict) -> dict:

@@ -268,8 +268,7 @@ class _AgentRun:
         tool = self.tools.get(call.name)
         if tool is None:
             outcome = await record_unknown_tool(call.name, ctx, call.arguments_raw, self._known_names())
-        elif self.shelf is not None and self.shelf.waiting(call.name):
-            self.shelf.load([tool])
+        elif self.shelf is not None and not self.shelf.admit(tool):
             message = (
                 f"Not run: {call.name} is a deferred tool and its schema was not loaded. It is loaded now: "
                 "read its parameters in your tools and call it again."
@@ -283,8 +282,6 @@ class _AgentRun:
                 call.name, ctx, call.arguments_raw, "rejected", message, tool.tool_class
             )
         else:
-            if self.shelf is not None and call.name in self.shelf.warm:
-                self.shelf.load([tool])  # a warm read called directly: its schema is sent from now on
             outcome = await invoke_tool(tool, ctx, call.arguments_raw, cancel=self.cancel)
         await self.sink.emit(
             ToolEnd(call.id, outcome.name, outcome.status, outcome.display_content, outcome.duration_ms)

@@ -92,8 +92,8 @@ def _split(rows: list[dict], keep_tokens: int) -> tuple[list[dict], list[dict]]:
     turns = _turns(rows)
     kept = [turns.pop()] if turns else []
     chars = _chars(kept[0]) if kept else 0
-    while turns and (chars + _chars(turns[-1])) // CHARS_PER_TOKEN <= keep_tokens:
-        chars += _chars(turns[-1])
+    while turns and (chars + (earlier := _chars(turns[-1]))) // CHARS_PER_TOKEN <= keep_tokens:
+        chars += earlier
         kept.insert(0, turns.pop())
     return [row for turn in turns for row in turn], [row for turn in kept for row in turn]
 

@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from audit_app import queries
-from web_app.tree import build_tree, call_detail, call_entry, history_summaries, tree_totals
+from web_app.tree import build_tree, call_detail, call_entry, tree_document
 
 
 class IsAuditor(BasePermission):
@@ -65,9 +65,7 @@ class SessionTreeView(AuditView):
 
     def get(self, request: Request, session_id: int) -> Response:
         session = get_object_or_404(queries.audit_sessions(request.user), pk=session_id)
-        tree = build_tree(session)
-        summaries = history_summaries(tree["id"])
-        return Response({"totals": tree_totals(tree), "tree": tree, "history_summaries": summaries})
+        return Response(tree_document(build_tree(session)))
 
 
 class SessionExportView(AuditView):
@@ -76,12 +74,7 @@ class SessionExportView(AuditView):
     def get(self, request: Request, session_id: int) -> Response:
         session = get_object_or_404(queries.audit_sessions(request.user), pk=session_id)
         tree = build_tree(session)
-        body = {
-            "format": "ongrid-audit-tree/1",
-            "totals": tree_totals(tree),
-            "tree": tree,
-            "history_summaries": history_summaries(tree["id"]),
-        }
+        body = {"format": "ongrid-audit-tree/1", **tree_document(tree)}
         filename = f"ongrid-session-{tree['id']}.json"
         return Response(body, headers={"Content-Disposition": f'attachment; filename="{filename}"'})
 

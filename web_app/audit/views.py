@@ -17,8 +17,8 @@ from django.utils.translation import gettext as _
 
 from audit_app import queries
 from chat_app.channels import channel_choices
-from chat_app.models import HistorySummary, SessionKind, SessionStatus
-from web_app.tree import build_tree, call_detail, tree_totals
+from chat_app.models import SessionKind, SessionStatus
+from web_app.tree import build_tree, call_detail, history_summaries, tree_totals
 
 
 def auditor_required(view):
@@ -93,7 +93,7 @@ def _tree_context(request: HttpRequest, session_id: int) -> dict:
         "focus": session.pk,
         "chat_url": chat_url,
         # What the model was told instead of the chat's earlier turns (docs/chat.md "Long chats").
-        "summaries": HistorySummary.objects.filter(session_id=tree["id"]).order_by("through_seq"),
+        "summaries": history_summaries(tree["id"]),
     }
 
 

@@ -49,6 +49,15 @@ class Shelf:
         """True for a deferred tool the model has not loaded yet: it may not be called."""
         return name in self.tools and name not in self.loaded and name not in self.warm
 
+    def admit(self, tool: Tool) -> bool:
+        """May a call to `tool` run now? A deferred one the model calls is loaded either way (its
+        schema is sent from the next step); only a warm or already loaded one runs."""
+        if tool.name not in self.tools:
+            return True
+        waiting = self.waiting(tool.name)
+        self.load([tool])
+        return not waiting
+
     def search(self, query: str, limit: int = 5) -> tuple[list[Tool], list[str]]:
         """The tools `query` finds (best first) and, for `select:`, the names that match none."""
         query = query.strip()
