@@ -15,6 +15,7 @@ from agents_app.personas.schema import (
     Skill,
     persona_from_mapping,
 )
+from ops_app.core.turn_memo import remembered
 from ops_app.models.tenancy import TenantModel
 
 
@@ -383,7 +384,12 @@ class RegistryVersion(TenantModel):
 
     @classmethod
     async def acurrent(cls, organization_id: int) -> int:
-        return await cls._of(organization_id).afirst() or 0
+        """Read once per turn (ops_app.core.turn_memo): a worker's spawn asks again otherwise."""
+
+        async def load() -> int:
+            return await cls._of(organization_id).afirst() or 0
+
+        return await remembered(("registry_version", organization_id), load)
 
     @classmethod
     def bump(cls, organization_id: int) -> None:

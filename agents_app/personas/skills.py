@@ -147,13 +147,15 @@ _lock = threading.Lock()
 _org_cache: dict[int, tuple[int, dict[str, Skill]]] = {}
 
 
-def _org_skills(organization_id: int | None) -> dict[str, Skill]:
-    """The organization's enabled skills; read again only when its registry version moved."""
+def _org_skills(organization_id: int | None, version: int | None = None) -> dict[str, Skill]:
+    """The organization's enabled skills; read again only when its registry version moved
+    (`version` when the caller has read it already)."""
     if organization_id is None:
         return {}
     from agents_app.models import RegistryVersion, UserSkill
 
-    version = RegistryVersion.current(organization_id)
+    if version is None:
+        version = RegistryVersion.current(organization_id)
     cached = _org_cache.get(organization_id)
     if cached is not None and cached[0] == version:
         return cached[1]
@@ -164,12 +166,12 @@ def _org_skills(organization_id: int | None) -> dict[str, Skill]:
     return skills
 
 
-def available_skills(organization_id: int | None) -> dict[str, Skill]:
+def available_skills(organization_id: int | None, version: int | None = None) -> dict[str, Skill]:
     """Every skill an agent of `organization_id` could see: files, then that organization's rows."""
     from agents_app.personas.registry import get_skill_registry
 
     merged = {skill.name: skill for skill in get_skill_registry().all()}
-    merged.update(_org_skills(organization_id))
+    merged.update(_org_skills(organization_id, version))
     return merged
 
 
@@ -185,9 +187,9 @@ def visible(persona: Persona, skill: Skill) -> bool:
     return matches_any(skill.name, allowed)
 
 
-def offer_for(persona: Persona, organization_id: int | None) -> SkillOffer:
+def offer_for(persona: Persona, organization_id: int | None, version: int | None = None) -> SkillOffer:
     """The skills `persona` runs with in `organization_id` (synchronous: it may query the database)."""
-    skills = available_skills(organization_id)
+    skills = available_skills(organization_id, version)
     listed = [skills[name] for name in persona.skills if name in skills]
     listed_names = {skill.name for skill in listed}
     seen = [skill for name, skill in sorted(skills.items()) if visible(persona, skill)]
@@ -199,7 +201,11 @@ def offer_for(persona: Persona, organization_id: int | None) -> SkillOffer:
 
 
 async def aoffer_for(persona: Persona, organization_id: int | None) -> SkillOffer:
-    return await sync_to_async(offer_for)(persona, organization_id)
+    """`offer_for` from the event loop, with the registry version read once per turn."""
+    from agents_app.models import RegistryVersion
+
+    version = await RegistryVersion.acurrent(organization_id) if organization_id is not None else None
+    return await sync_to_async(offer_for)(persona, organization_id, version)
 
 
 def render_catalog(skills: Iterable[Skill], budget: int = CATALOG_BUDGET_BYTES) -> str:

@@ -43,6 +43,7 @@ from agents_app.toolsets.tracing import traced_detached, traced_turn, traced_wor
 from audit_app.recorder import record_llm_call
 from chat_app import services
 from chat_app.models import ChatMessage, ChatSession, MessageKind, MessageRole, SessionKind, SessionStatus
+from ops_app.core.turn_memo import turn_scope
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +86,14 @@ class Runtime:
         """Run the coordinator over the session's history; the user's message is already saved.
 
         A root session of kind `investigation` is run by its own persona (`agent_id`) instead,
-        coordinator-less, with its read toolbag plus `extra_tools` (docs/investigations.md)."""
+        coordinator-less, with its read toolbag plus `extra_tools` (docs/investigations.md).
+        Its agents share one turn memo (ops_app.core.turn_memo): configuration is read once."""
+        with turn_scope():
+            return await self._turn(session_id, listeners, extra_tools)
+
+    async def _turn(
+        self, session_id: int, listeners: list[Listener] | None, extra_tools: list[Tool] | None
+    ) -> AgentResult | None:
         session = await ChatSession.objects.aget(pk=session_id)
         publisher = Publisher(session.root_session_id or session.pk, list(listeners or []))
         token = self._register(session.pk, publisher.root_session_id)
@@ -398,6 +406,12 @@ class Runtime:
     ) -> WorkerOutcome:
         """Run one agent in a root work session a surface opened itself (a scheduled inspection or
         report, docs/schedules.md): no coordinator above it; its own tools; closed on every path."""
+        with turn_scope():
+            return await self._detached(session, persona, prompt, tools)
+
+    async def _detached(
+        self, session: ChatSession, persona: Persona, prompt: str, tools: list[Tool]
+    ) -> WorkerOutcome:
         publisher = Publisher(session.pk)
         token = self._register(session.pk, session.pk)
         outcome = WorkerOutcome(session.pk, SessionStatus.FAILED, "", "The agent ended unexpectedly.")

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from chat_app.models import ChatSession
+from ops_app.core.turn_memo import remembered
 from ops_app.models import Membership
 
 NAMES = {
@@ -41,7 +42,13 @@ def normalize(code: str | None) -> str:
 
 
 async def areply_language(session: ChatSession) -> str:
-    """The language code the agents of `session`'s chat answer in, or '' to follow the user."""
+    """The language code the agents of `session`'s chat answer in, or '' to follow the user
+    (worked out once per turn: every worker's brief asks again)."""
+    root_id = session.root_session_id or session.pk
+    return await remembered(("reply_language", root_id), lambda: _reply_language(session))
+
+
+async def _reply_language(session: ChatSession) -> str:
     root = session
     if session.root_session_id and session.root_session_id != session.pk:
         root = await ChatSession.objects.aget(pk=session.root_session_id)

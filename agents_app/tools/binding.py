@@ -14,6 +14,7 @@ from agents_app.tools import replay
 from agents_app.toolsets.contract import UNCONFIGURED, Tool
 from agents_app.toolsets.mcp.tools import organization_mcp_tools
 from agents_app.toolsets.registry import datasource_kinds, load_builtin_tools
+from ops_app.core.turn_memo import remembered
 from ops_app.integrations import datasources
 
 
@@ -43,7 +44,12 @@ async def organization_tools(organization_id: int) -> dict[str, Tool]:
 
     A tool the organization's registered replay answers (an evaluation's throwaway organization,
     agents_app/tools/replay.py) counts as configured: its calls get the recordings, so telling the
-    model not to call it would grade the note instead of the model."""
+    model not to call it would grade the note instead of the model. Built once per turn; each
+    caller gets its own dict."""
+    return dict(await remembered(("organization_tools", organization_id), lambda: _build(organization_id)))
+
+
+async def _build(organization_id: int) -> dict[str, Tool]:
     available = load_builtin_tools()
     names = await datasources.anames(organization_id)
     replayed = replay.registered(organization_id)

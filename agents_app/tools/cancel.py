@@ -32,7 +32,8 @@ class Stopped(Exception):
 
 
 class CancelToken:
-    """A stop request for one run, checked before every LLM call and every tool call.
+    """A stop request for one run, checked before every LLM call and every tool call (the
+    cross-process `check` before LLM calls and write tools only: agents_app/tools/invoke.py).
 
     `cancel(reason)` stops it from inside the process (any thread). `check` is an optional async
     hook the runtime plugs a cross-process stop flag into (the session row): it returns a truthy

@@ -177,7 +177,7 @@ async def _run(
 ) -> tuple[str, str, str]:
     """Returns (status, content for the LLM, error text)."""
     try:
-        if cancel is not None and await cancel.poll():
+        if cancel is not None and await _stop_seen(tool, cancel):
             raise _Refusal("killed", f"Not run: the agent was stopped ({cancel.reason or 'stop requested'}).")
         arguments = parse_arguments(tool, arguments_raw)
         decision = await _review(tool, ctx, arguments) if tool.mutates else None
@@ -186,6 +186,16 @@ async def _run(
         return await _execute_approved(tool, ctx, arguments, decision)
     except _Refusal as refusal:
         return refusal.status, refusal.message, refusal.message
+
+
+async def _stop_seen(tool: Tool, cancel: CancelToken) -> bool:
+    """A write consults the cross-process stop flag; a read trusts the in-process token.
+
+    The runtime's watcher and the channel push already fire the token within a second of a stop,
+    and the loop reads the flag before every model call, so a read tool that slips through costs
+    nothing; reading the row before every read was a fifth of a turn's queries.
+    """
+    return await cancel.poll() if tool.mutates else cancel.cancelled
 
 
 def parse_arguments(tool: Tool, arguments_raw: str) -> dict:

@@ -11,6 +11,7 @@ from django.utils.translation import gettext
 
 from ops_app.core import outbound
 from ops_app.core.egress import EgressRefused
+from ops_app.core.turn_memo import remembered
 from ops_app.models import LLMEndpoint
 
 
@@ -31,10 +32,15 @@ def save_llm_endpoint(endpoint: LLMEndpoint) -> LLMEndpoint:
 
 
 async def adefault_endpoint(organization_id: int | None) -> LLMEndpoint | None:
-    """The organization's default endpoint, or None (then the deployment's environment applies)."""
+    """The organization's default endpoint, or None (then the deployment's environment applies);
+    read once per turn."""
     if not organization_id:
         return None
-    return await LLMEndpoint.objects.for_organization(organization_id).filter(is_default=True).afirst()
+
+    async def load() -> LLMEndpoint | None:
+        return await LLMEndpoint.objects.for_organization(organization_id).filter(is_default=True).afirst()
+
+    return await remembered(("default_llm_endpoint", organization_id), load)
 
 
 def has_default_endpoint(organization_id: int | None) -> bool:

@@ -217,27 +217,47 @@ async def test_cancel_inside_a_tool_stops_before_the_next_llm_call(fake_llm, org
     assert isinstance(sink.events[-1], Error)
 
 
-async def test_cross_process_stop_flag_is_checked_before_tool_calls(fake_llm, org, session):
-    polls = []
+def stopped_at_second_poll(polls: list) -> CancelToken:
+    """A token whose cross-process flag (another process's TaskStop) is up from its second read."""
 
     async def stop_flag():
         polls.append(1)
         return "TaskStop from the coordinator" if len(polls) > 1 else None
 
-    ran = []
+    return CancelToken(check=stop_flag)
 
+
+def counting(ran: list):
     async def work(ctx):
         ran.append(1)
         return "worked"
 
-    fake_llm.script(tool_calls(call("work", {}, id="w1"), call("work", {}, id="w2")))
-    result, _ = await run(
-        fake_llm, org, session, tools=[make_tool("work", work)], cancel=CancelToken(check=stop_flag)
-    )
+    return work
+
+
+async def test_cross_process_stop_flag_is_checked_before_a_write_runs(fake_llm, org, session):
+    polls, ran = [], []
+    fake_llm.script(tool_calls(call("restart", {}, id="w1"), call("restart", {}, id="w2")))
+    tools = [make_tool("restart", counting(ran), tool_class="write")]
+    result, _ = await run(fake_llm, org, session, tools=tools, cancel=stopped_at_second_poll(polls))
     assert result.status == "killed" and "TaskStop" in result.error
     assert ran == []
     statuses = [r.status async for r in AuditLog.objects.filter(session=session)]
     assert statuses == ["killed", "killed"]
+
+
+async def test_a_read_trusts_the_in_process_token_and_the_flag_stops_the_next_model_call(
+    fake_llm, org, session
+):
+    """Reads do not query the stop flag (the runtime's watcher fires the token within a second);
+    the flag is still read before the next model call, so the run ends there."""
+    polls, ran = [], []
+    fake_llm.script(tool_calls(call("look", {}, id="r1"), call("look", {}, id="r2")), text("never sent"))
+    tools = [make_tool("look", counting(ran))]
+    result, _ = await run(fake_llm, org, session, tools=tools, cancel=stopped_at_second_poll(polls))
+    assert ran == [1, 1] and len(polls) == 2
+    assert result.status == "killed" and "TaskStop" in result.error
+    assert len(fake_llm.chat_requests) == 1
 
 
 async def test_tool_result_status_and_arbitrary_tools(fake_llm, org, session):

@@ -289,3 +289,36 @@ async def test_sendmessage_is_persisted_as_a_note_and_published_before_the_turn_
     assert note.content == "Dispatching specialist-disk, one moment."
     history = await services.ahistory(chat.pk)
     assert all(m.get("content") != note.content for m in history if m["role"] == "assistant")
+
+
+async def test_one_turn_sees_one_configuration_and_the_next_turn_sees_an_edit(chat, org, agents_llm):
+    from ops_app.integrations.datasources import save_data_source
+    from ops_app.models import DataSource
+
+    def add_source_then_answer(request):
+        # An admin adds a Prometheus while the first worker is thinking.
+        save_data_source(
+            DataSource(organization=org, kind="prometheus", name="prom-new", url="http://prom:9090")
+        )
+        return text("first done")
+
+    agents_llm.add(
+        "default",
+        tool_calls(dispatch("specialist-sre", "Check the web SLO.", id="a1")),
+        tool_calls(dispatch("specialist-sre", "Check the API SLO.", id="a2")),
+        text("both done"),
+        tool_calls(dispatch("specialist-sre", "Check the web SLO again.", id="a3")),
+        text("third done"),
+    )
+    agents_llm.add("specialist-sre", add_source_then_answer, text("second done"), text("third"))
+
+    def promql_description(request) -> str:
+        tool = next(t for t in request.body["tools"] if t["function"]["name"] == "query_promql")
+        return tool["function"]["description"]
+
+    await ask(chat, "how are the SLOs?")
+    first, second = agents_llm.seen["specialist-sre"][:2]
+    assert "prom-new" not in promql_description(second)  # the turn read its data sources once
+    assert promql_description(second) == promql_description(first)
+    await ask(chat, "and now?")
+    assert "prom-new (default)" in promql_description(agents_llm.seen["specialist-sre"][2])
