@@ -270,11 +270,14 @@ def _database(env: Mapping[str, str], data_dir: Path) -> dict:
         return {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": str(data_dir / "ongrid.sqlite3"),
-            # WAL lets the ASGI process read while a turn writes.
+            # WAL lets the ASGI process read while a turn writes. synchronous=NORMAL: in WAL mode a
+            # commit no longer waits for an fsync (270 → 15 µs an insert here, a turn makes ~60);
+            # a killed process loses nothing, a power cut may lose the last commits, never the
+            # file's consistency (README, the embedded default).
             # IMMEDIATE: a write transaction takes the write lock up front and waits for it (timeout),
             # instead of failing with "database is locked" when two writers upgrade at once.
             "OPTIONS": {
-                "init_command": "PRAGMA journal_mode=WAL;",
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
                 "timeout": 20,
                 "transaction_mode": "IMMEDIATE",
             },

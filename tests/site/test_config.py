@@ -25,6 +25,29 @@ def test_embedded_default_is_sqlite_in_data_dir_with_in_memory_layer(tmp_path):
     assert cfg.llm == "offline"
 
 
+def test_the_embedded_database_commits_without_waiting_for_fsync_and_survives_a_killed_writer(tmp_path):
+    """WAL with synchronous=NORMAL: a writer killed right after its commit loses nothing."""
+    cfg = config.load({"SECRET_KEY": "k", "ONGRID_DATA_DIR": str(tmp_path)})
+    pragmas = cfg.database["OPTIONS"]["init_command"]
+    writer = (
+        "import os, sqlite3\n"
+        f"c = sqlite3.connect({cfg.database['NAME']!r}, isolation_level=None)\n"
+        f"for p in {pragmas!r}.split(';'):\n"
+        "    p.strip() and c.execute(p)\n"
+        "mode = c.execute('PRAGMA journal_mode').fetchone()[0]\n"
+        "print(mode, c.execute('PRAGMA synchronous').fetchone()[0])\n"
+        "c.execute('create table answers (text)')\n"
+        "c.execute(\"insert into answers values ('disk is full')\")\n"
+        "os.kill(os.getpid(), 9)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", writer], capture_output=True, text=True, timeout=30)
+    assert proc.returncode == -9 and proc.stdout.split() == ["wal", "1"]  # 1 is NORMAL
+    import sqlite3
+
+    with sqlite3.connect(cfg.database["NAME"]) as reader:
+        assert reader.execute("select text from answers").fetchall() == [("disk is full",)]
+
+
 def test_static_files_live_in_the_data_dir_unless_a_static_root_is_named(tmp_path):
     """The image bakes collected static files outside its data volume, which would hide them."""
     default = config.load({"SECRET_KEY": "k", "ONGRID_DATA_DIR": str(tmp_path)})
