@@ -6,6 +6,7 @@ The surfaces that use them are tested in test_egress_surfaces.py."""
 
 from __future__ import annotations
 
+import asyncio
 import ssl
 
 import httpx
@@ -299,3 +300,36 @@ def test_a_failure_is_told_in_a_few_words(settings):
     with pytest.raises(httpx2.ConnectError) as unknown:
         _get("httpx2", "http://does-not-exist.invalid/")
     assert outbound.failure_reason(unknown.value) == "the host name does not resolve"
+
+
+@pytest.mark.parametrize("client", [outbound.async_llm_client, outbound.async_client])
+async def test_a_kept_alive_connection_is_reused_until_the_server_closes_it(settings, client):
+    """The model client asks the same endpoint over and over: one connection while the server keeps
+    it open, a fresh one (not a failed request) once the server has hung up on the idle one."""
+    opened, hung_up = [], asyncio.Event()
+
+    async def serve(reader, writer):
+        opened.append(writer)
+        while True:
+            try:
+                head = await reader.readuntil(b"\r\n\r\n")
+            except asyncio.IncompleteReadError:
+                break
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nok")
+            await writer.drain()
+            if head.split()[1] == b"/then-hang-up":
+                writer.close()
+                await writer.wait_closed()
+                hung_up.set()
+                break
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    allow(settings, f"127.0.0.1:{port}")
+    async with server, client() as http:
+        answers = [await http.get(f"http://127.0.0.1:{port}{path}") for path in ("/a", "/b", "/then-hang-up")]
+        assert len(opened) == 1
+        await hung_up.wait()
+        answers.append(await http.get(f"http://127.0.0.1:{port}/after"))
+    assert [answer.text for answer in answers] == ["ok"] * 4
+    assert len(opened) == 2
