@@ -76,6 +76,7 @@ class Runtime:
     def __init__(self) -> None:
         self._tokens: dict[int, CancelToken] = {}
         self._root_of: dict[int, int] = {}  # running session -> its root, so each turn watches its own
+        self._poller: asyncio.Task | None = None  # polls every running agent's stop flag (_poll_flags)
 
     # ---- turns -------------------------------------------------------------------------------
 
@@ -97,7 +98,7 @@ class Runtime:
         session = await ChatSession.objects.aget(pk=session_id)
         publisher = Publisher(session.root_session_id or session.pk, list(listeners or []))
         token = self._register(session.pk, publisher.root_session_id)
-        watcher = asyncio.create_task(self._watch_stop(publisher.root_session_id))
+        watcher = self._watch_stop(publisher.root_session_id)
         asked = (
             await ChatMessage.objects.filter(session_id=session.pk, role=MessageRole.USER)
             .order_by("-seq")
@@ -124,7 +125,7 @@ class Runtime:
             log.exception("turn of session %s crashed", session.pk)
             error = f"The turn failed: {type(exc).__name__}: {exc}"
         finally:
-            await _end_task(watcher)
+            _detach(watcher)
             self._forget(session.pk)
             await self._finish_turn(session, publisher, result, error)
         return result
@@ -485,6 +486,9 @@ class Runtime:
     def _forget(self, session_id: int) -> None:
         self._tokens.pop(session_id, None)
         self._root_of.pop(session_id, None)
+        if not self._root_of and self._poller is not None:
+            self._poller.cancel()  # nothing left to watch; the next turn starts another
+            self._poller = None
 
     def _cancel_local(self, session_ids, reason: str) -> None:
         for pk in session_ids:
@@ -492,30 +496,38 @@ class Runtime:
             if token is not None and not token.cancelled:
                 token.cancel(reason)
 
-    async def _watch_stop(self, root_id: int) -> None:
+    def _watch_stop(self, root_id: int) -> asyncio.Task:
         """Turn stops requested by other processes into local cancellation while this turn runs: a
-        pushed channel-layer message (immediate), with the rows' flags polled as a fallback; and
-        keep this turn's rows' heartbeat fresh for the reaper. A failed poll (the database is
-        restarting) is logged once and the polling goes on."""
-        listener = asyncio.create_task(self._listen_for_stops(root_id))
+        pushed channel-layer message (immediate; the returned listener, which the turn `_detach`es
+        when it ends), with the rows' flags polled as a fallback by the process's one poller
+        (`_poll_flags`), which also keeps the rows' heartbeat fresh."""
+        loop = asyncio.get_running_loop()
+        if self._poller is None or self._poller.done() or self._poller.get_loop() is not loop:
+            self._poller = loop.create_task(self._poll_flags())
+        return loop.create_task(self._listen_for_stops(root_id))
+
+    async def _poll_flags(self) -> None:
+        """Every STOP_POLL_SECONDS, one query for the stop flags of every agent this process runs
+        (not one per turn: 200 concurrent turns made 200 queries a second), and every
+        HEARTBEAT_EVERY polls one heartbeat update for them all, so the reaper leaves live rows
+        alone. A failed poll (the database is restarting) is logged once and the polling goes on."""
         polls = 0
         failing = False
-        try:
-            while True:
-                await asyncio.sleep(STOP_POLL_SECONDS)
-                polls += 1
-                try:
-                    await self._cancel_flagged(root_id)
-                    if polls % HEARTBEAT_EVERY == 0:
-                        await services.aheartbeat(self._ids_under(root_id))
-                except DatabaseError as exc:
-                    if not failing:
-                        log.warning("cannot read the stop flags of session %s: %s", root_id, exc)
-                    failing = True
-                else:
-                    failing = False
-        finally:
-            _detach(listener)
+        while self._root_of:
+            await asyncio.sleep(STOP_POLL_SECONDS)
+            polls += 1
+            ids = list(self._root_of)
+            try:
+                for pk, reason in await _stop_flagged(ids):
+                    self._cancel_local([pk], reason)
+                if polls % HEARTBEAT_EVERY == 0:
+                    await services.aheartbeat(ids)
+            except DatabaseError as exc:
+                if not failing:
+                    log.warning("cannot read the stop flags of %d running agents: %s", len(ids), exc)
+                failing = True
+            else:
+                failing = False
 
     def _ids_under(self, root_id: int) -> list[int]:
         return [pk for pk, root in list(self._root_of.items()) if root == root_id]
@@ -711,11 +723,6 @@ def _detach(task: asyncio.Task) -> None:
             loop.call_later(DETACH_RECANCEL_SECONDS, cancel)
 
     cancel()
-
-
-async def _end_task(task: asyncio.Task) -> None:
-    task.cancel()
-    await asyncio.gather(task, return_exceptions=True)
 
 
 def stop_reason(by: str) -> str:

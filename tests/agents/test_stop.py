@@ -198,3 +198,33 @@ async def test_a_message_during_a_turn_is_refused_with_the_running_turn_id(chat,
     await runtime.stop_session(chat.pk, by="alice")
     await asyncio.wait_for(turn, 10)
     await sync_to_async(services.begin_turn)(chat.pk, "second")  # accepted once the turn ended
+
+
+async def test_a_stop_only_on_the_row_reaches_its_turn_and_leaves_the_sibling_turn_running(
+    chat, member, agents_llm, fake_llm, monkeypatch
+):
+    """The push lost (the API's Stop in a process whose channel layer is down): the process's one
+    poller reads every running turn's flag in a single query and stops just the flagged turn."""
+    polled: list[set[int]] = []
+    real = runtime_module._stop_flagged
+
+    async def spy(ids):
+        polled.append(set(ids))
+        return await real(ids)
+
+    monkeypatch.setattr(runtime_module, "_stop_flagged", spy)
+    agents_llm.add("default", held(60), held(60))
+    runtime = Runtime()
+    other = await sync_to_async(services.start_chat)(member)
+    flagged, sibling = await start(chat, "first", runtime), await start(other, "second", runtime)
+    await wait_for(requests_of(fake_llm, 2))
+
+    await sync_to_async(services.request_stop)(chat.pk, "stopped by carol")  # the row only, no push
+    result = await asyncio.wait_for(flagged, 10)
+
+    assert result.status == "killed" and result.error == "stopped by carol"
+    assert not sibling.done()
+    assert (await ChatSession.objects.aget(pk=other.pk)).status == SessionStatus.RUNNING
+    assert any({chat.pk, other.pk} <= ids for ids in polled)  # one query for both turns
+    await runtime.stop_session(other.pk, by="alice")
+    assert (await asyncio.wait_for(sibling, 10)).error == "stopped by alice"
