@@ -131,6 +131,12 @@ class _AsyncGuard(_Guard):
                 return _KeptSocket(await self._inner.connect_tcp(str(address), port, **options))
         return _KeptSocket(await self._inner.connect_tcp(str(last), port, **options))
 
+    async def connect_unix_socket(self, *args: Any, **kwargs: Any) -> Any:
+        raise EgressRefused(_("only TCP connections are allowed"))
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
 
 class _KeptSocket:
     """An async connection that answers the pool's "is it readable?" from a socket looked up once.
@@ -161,12 +167,6 @@ def _readable(sock: socket.socket) -> bool:
     poller = select.poll()  # not select(): it fails on a descriptor above 1023
     poller.register(sock, select.POLLIN)
     return bool(poller.poll(0))
-
-    async def connect_unix_socket(self, *args: Any, **kwargs: Any) -> Any:
-        raise EgressRefused(_("only TCP connections are allowed"))
-
-    async def sleep(self, seconds: float) -> None:
-        await self._inner.sleep(seconds)
 
 
 def _transports(http: Any, core: Any) -> tuple[type, type]:

@@ -1,7 +1,8 @@
 """Reads that stay put for one turn, made once per turn instead of once per agent.
 
 A turn spawns workers, and each used to ask the database the same questions again: the registry
-version, the organization's data sources, MCP tools, default LLM endpoint and reply language —
+version, the organization's tools (its data sources and MCP tools), default LLM endpoint and reply
+language —
 a dozen or more queries a turn for answers that an edit changes only between turns. Inside
 `turn_scope()` the first `remembered(key, load)` runs `load` and every later call with the same key
 (from the same task or any task it starts, such as parallel workers) gets that answer; concurrent

@@ -19,7 +19,6 @@ from django.utils.translation import gettext
 
 from ops_app.core import outbound
 from ops_app.core.egress import EgressRefused
-from ops_app.core.turn_memo import remembered
 from ops_app.models import DataSource, Organization
 
 Kind = DataSource.Kind
@@ -151,16 +150,12 @@ async def aendpoint(organization_id: int, kind: str, name: str | None = None) ->
 
 
 async def anames(organization_id: int) -> dict[str, list[str]]:
-    """{kind: [names, default first]} of the organization's data sources (read once per turn)."""
-
-    async def load() -> dict[str, list[str]]:
-        found: dict[str, list[str]] = {}
-        query = DataSource.objects.for_organization(organization_id).order_by("-is_default", "name")
-        async for kind, name in query.values_list("kind", "name"):
-            found.setdefault(kind, []).append(name)
-        return found
-
-    return await remembered(("datasource_names", organization_id), load)
+    """{kind: [names, default first]} of the organization's data sources."""
+    found: dict[str, list[str]] = {}
+    query = DataSource.objects.for_organization(organization_id).order_by("-is_default", "name")
+    async for kind, name in query.values_list("kind", "name"):
+        found.setdefault(kind, []).append(name)
+    return found
 
 
 # --- writes ---------------------------------------------------------------------------------------

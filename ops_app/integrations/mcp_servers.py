@@ -10,7 +10,6 @@ from asgiref.sync import async_to_sync
 from django.db import transaction
 from django.utils import timezone
 
-from ops_app.core.turn_memo import remembered
 from ops_app.integrations import mcp_client
 from ops_app.models import McpServer, McpTool
 
@@ -62,16 +61,11 @@ def discover_tools(server: McpServer) -> Discovery:
 
 
 async def aenabled_tools(organization_id: int) -> list[McpTool]:
-    """The discovered tools of the organization's enabled servers (with their server), read once
-    per turn."""
-
-    async def load() -> list[McpTool]:
-        query = (
-            McpTool.objects.for_organization(organization_id)
-            .filter(server__enabled=True, server__organization_id=organization_id)
-            .select_related("server")
-            .order_by("server__name", "name")
-        )
-        return [row async for row in query]
-
-    return await remembered(("mcp_tools", organization_id), load)
+    """The discovered tools of the organization's enabled servers (with their server)."""
+    query = (
+        McpTool.objects.for_organization(organization_id)
+        .filter(server__enabled=True, server__organization_id=organization_id)
+        .select_related("server")
+        .order_by("server__name", "name")
+    )
+    return [row async for row in query]
